@@ -1,0 +1,121 @@
+// Pure placement: decides which pending jobs start now and where.
+//
+// No I/O, no clocks, no globals: the scheduler's loop, the simulator
+// (tupa-sim) and the unit tests all call PlaceJobs() with a snapshot and get
+// a plan back. Not thread-safe per call object; the function itself is
+// reentrant.
+#ifndef TUPA_SCHEDULER_PLACEMENT_PLACEMENT_H_
+#define TUPA_SCHEDULER_PLACEMENT_PLACEMENT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tupa::scheduler {
+
+// One device of a node. `free_share` is 1.0 when nothing runs on it, 0 when
+// a whole-GPU job holds it, and in between when fractional jobs share it.
+struct DeviceSlot {
+  int index = 0;
+  std::string gpu_type;
+  double free_share = 1.0;
+};
+
+// What a node (worker) offers right now.
+struct NodeView {
+  std::string worker_id;
+  std::string region;
+  std::map<std::string, std::string> labels;
+  std::vector<DeviceSlot> devices;
+  double cpu_total = 0;  // cores
+  double cpu_free = 0;
+  int64_t memory_total = 0;  // bytes
+  int64_t memory_free = 0;
+  double price_per_gpu_hour = 0;  // now; ties among equal fits go cheapest
+  bool schedulable = true;        // false while draining or lost
+};
+
+// A pending job, reduced to what placement needs. Resources are per node.
+struct JobRequest {
+  int64_t job_id = 0;
+  int priority = 0;  // 0..100, higher first
+  std::string team;
+  int64_t submitted_at_ms = 0;  // older first among equal priority
+  double gpus = 0;  // per node; < 1 is a share of one device
+  int nodes = 1;    // > 1 is a gang: all nodes or none
+  std::vector<std::string> gpu_types;  // empty = any
+  double cpu = 0;
+  int64_t memory = 0;
+  std::map<std::string, std::string> labels;  // must all match the node's
+  int64_t max_runtime_s = 0;  // 0 = unknown (cannot be backfilled)
+};
+
+// A job that holds resources now, for reservations and backfill.
+struct RunningJob {
+  int64_t job_id = 0;
+  std::vector<std::string> worker_ids;
+  double gpus = 0;  // per node
+  double cpu = 0;
+  int64_t memory = 0;
+  int64_t expected_end_ms = 0;  // start + max_runtime; 0 = unknown
+};
+
+struct NodeAssignment {
+  std::string worker_id;
+  int node_rank = 0;
+  std::vector<int> device_indexes;
+  double share = 1.0;  // per device; < 1 only for fractional jobs
+};
+
+struct JobPlacement {
+  int64_t job_id = 0;
+  std::vector<NodeAssignment> nodes;  // node_rank order
+};
+
+enum class PendingReason {
+  kNone,
+  kNoFitNow,          // fits the cluster, not the free resources now
+  kGangIncomplete,    // some but not all nodes of a gang could be found
+  kBehindPriority,    // resources held for a higher-priority job
+  kNoSuchGpuType,     // no node has (or could ever have) the type/size
+  kNeverFits,         // larger than any node / the cluster
+};
+
+const char* PendingReasonName(PendingReason reason);
+
+struct PendingInfo {
+  PendingReason reason = PendingReason::kNone;
+  int jobs_ahead = 0;
+  int64_t estimated_start_ms = 0;  // 0 = unknown
+};
+
+struct PlacementOptions {
+  enum class Policy { kFirstFit, kBestFit, kTupa };
+  Policy policy = Policy::kTupa;
+  bool backfill = true;
+  int64_t now_ms = 0;
+};
+
+struct PlacementPlan {
+  std::vector<JobPlacement> placed;
+  std::map<int64_t, PendingInfo> pending;  // every job not placed
+};
+
+// Orders `pending` (priority desc, then age), places each job on the free
+// resources of `nodes` (which it treats as a scratch copy), reserving for
+// the first job that cannot start and backfilling only jobs that end before
+// that reservation. Returns the jobs to start and why the others wait.
+PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
+                        const std::vector<JobRequest>& pending,
+                        const std::vector<RunningJob>& running,
+                        const PlacementOptions& options);
+
+// Whether `job` could ever run on the cluster if it were empty (used to
+// refuse at admission jobs that never fit). Returns kNone when it could.
+PendingReason CheckEverFits(const std::vector<NodeView>& nodes,
+                            const JobRequest& job);
+
+}  // namespace tupa::scheduler
+
+#endif  // TUPA_SCHEDULER_PLACEMENT_PLACEMENT_H_
