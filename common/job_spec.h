@@ -1,0 +1,38 @@
+// The job spec: YAML text <-> tupa.v1.JobSpec, and its validation.
+//
+// Both the CLI (before sending) and the scheduler (authoritative, before
+// anything is written) call ValidateJobSpec. Every error is InvalidArgument
+// and its message starts with the offending field's path, e.g.
+// "resources.gpus: must be between 0 and 1024". Thread-safe.
+#ifndef TUPA_COMMON_JOB_SPEC_H_
+#define TUPA_COMMON_JOB_SPEC_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tupa/v1/job.pb.h"
+
+namespace tupa {
+
+inline constexpr int kMaxGpusPerNode = 1024;
+inline constexpr int kMaxNodes = 4096;
+
+// Parses the YAML job spec of DESIGN §4. Unknown fields, wrong types and
+// bad quantities are errors naming the field. Does not apply defaults and
+// does not validate ranges (see ValidateJobSpec).
+absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml);
+
+// Fills defaults: nodes 1, launch per-gpu, train defaults.
+void ApplyJobSpecDefaults(v1::JobSpec& spec);
+
+// Checks ranges and consistency of a spec with defaults applied.
+absl::Status ValidateJobSpec(const v1::JobSpec& spec);
+
+// Total devices a job holds: gpus per node x nodes (shares count as shares).
+double TotalGpus(const v1::JobSpec& spec);
+
+}  // namespace tupa
+
+#endif  // TUPA_COMMON_JOB_SPEC_H_

@@ -1,0 +1,106 @@
+#include "common/job_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace tupa {
+namespace {
+
+constexpr char kFullSpec[] = R"(
+name: fmnist-mlp
+team: vision
+priority: 50
+resources: {gpus: 2, nodes: 2, gpu_type: [A100-80GB, H100], cpu: 4, memory: 16Gi}
+max_runtime: 2h
+max_cost: 25.00
+retries: 2
+train:
+  model: {type: mlp, layers: [784, 256, 128, 10]}
+  data: {format: idx, path: /usr/share/datasets/fashion-mnist}
+  batch_size: 128
+  epochs: 10
+  optimizer: {name: adamw, lr: 0.001, weight_decay: 0.01}
+  precision: bf16
+  checkpoint_every: 500
+)";
+
+TEST(ParseJobSpecYaml, ReadsTheDesignExample) {
+  auto spec = ParseJobSpecYaml(kFullSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "fmnist-mlp");
+  EXPECT_EQ(spec->resources().gpus(), 2);
+  EXPECT_EQ(spec->resources().nodes(), 2);
+  EXPECT_EQ(spec->resources().gpu_type_size(), 2);
+  EXPECT_EQ(spec->resources().memory_bytes(), 16LL << 30);
+  EXPECT_EQ(spec->max_runtime().seconds(), 7200);
+  EXPECT_EQ(spec->max_cost(), "25.00");
+  EXPECT_EQ(spec->train().model().layers_size(), 4);
+  EXPECT_EQ(spec->train().optimizer().lr(), 0.001);
+  ApplyJobSpecDefaults(*spec);
+  EXPECT_TRUE(ValidateJobSpec(*spec).ok()) << ValidateJobSpec(*spec);
+}
+
+TEST(ParseJobSpecYaml, CommandJobWithEnvAndLaunch) {
+  auto spec = ParseJobSpecYaml(
+      "command: [torchrun, train.py]\nenv: {A: b}\nlaunch: per-node\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->command_size(), 2);
+  EXPECT_EQ(spec->launch(), v1::LAUNCH_MODE_PER_NODE);
+  EXPECT_EQ(spec->env().at("A"), "b");
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* field;  // the message must start with this
+};
+
+class BadSpecTest : public testing::TestWithParam<BadCase> {};
+
+TEST_P(BadSpecTest, IsRejectedNamingTheField) {
+  const BadCase& c = GetParam();
+  absl::Status status;
+  auto spec = ParseJobSpecYaml(c.yaml);
+  if (!spec.ok()) {
+    status = spec.status();
+  } else {
+    ApplyJobSpecDefaults(*spec);
+    status = ValidateJobSpec(*spec);
+  }
+  ASSERT_FALSE(status.ok()) << c.yaml;
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message().rfind(c.field, 0), 0u)
+      << "message: " << status.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadSpecTest,
+    testing::Values(
+        BadCase{"command: [x]\ngpuz: 1\n", "gpuz:"},
+        BadCase{"command: [x]\nresources: {gpus: -1}\n", "resources.gpus:"},
+        BadCase{"command: [x]\nresources: {gpus: 100000}\n", "resources.gpus:"},
+        BadCase{"command: [x]\nresources: {gpus: 1.5}\n", "resources.gpus:"},
+        BadCase{"command: [x]\nresources: {nodes: 0}\n", "resources.nodes:"},
+        BadCase{"command: [x]\nresources: {nodes: 99999}\n", "resources.nodes:"},
+        BadCase{"command: [x]\nresources: {memory: 16GB}\n",
+                "resources.memory:"},
+        BadCase{"command: [x]\nmax_runtime: 2x\n", "max_runtime:"},
+        BadCase{"command: []\n", "command:"},
+        BadCase{"name: x\n", "command:"},
+        BadCase{"command: [x]\npriority: 101\n", "priority:"},
+        BadCase{"command: [x\n", "spec:"},
+        BadCase{"- a\n- b\n", "spec:"},
+        BadCase{"command: [x]\nlaunch: everywhere\n", "launch:"},
+        BadCase{"command: [x]\nmax_cost: lots\n", "max_cost:"},
+        BadCase{"command: [x]\nenv: {1BAD: x}\n", "env.1BAD:"},
+        BadCase{"train: {model: {layers: [784]}, data: {format: synthetic}}\n",
+                "train.model.layers:"},
+        BadCase{"train: {data: {format: idx}}\n", "train.model.layers:"},
+        BadCase{"train: {model: {layers: [4, 2]}, data: {format: csv}}\n",
+                "train.data.format:"},
+        BadCase{"train: {model: {layers: [4, 2]}, data: {format: synthetic},"
+                " batch_size: -4}\n",
+                "train.batch_size:"},
+        BadCase{"command: [x]\ntrain: {model: {layers: [4, 2]}}\n",
+                "command:"}));
+
+}  // namespace
+}  // namespace tupa
