@@ -1,0 +1,120 @@
+// JobStore: the scheduler's PostgreSQL persistence (libpqxx), the source of
+// truth for jobs, their events, workers and allocations.
+//
+// Every method is one transaction; a method that returns OK has committed.
+// Errors follow pg_errors.h (Unavailable: retry the call; Aborted: retry).
+// State-changing job methods are fenced by attempt: they only touch a row
+// whose current attempt matches, and return FailedPrecondition otherwise.
+// Thread-safe: a small pool of connections, reconnected on demand.
+#ifndef TUPA_SCHEDULER_STORE_JOB_STORE_H_
+#define TUPA_SCHEDULER_STORE_JOB_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pqxx/connection>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "tupa/v1/cluster.pb.h"
+#include "tupa/v1/job.pb.h"
+
+
+namespace tupa::scheduler {
+
+struct SubmitResult {
+  v1::Job job;
+  bool created = false;  // false: the idempotency key named an existing job
+};
+
+struct JobFilter {
+  std::vector<v1::JobState> states;
+  std::string user;
+  std::string team;
+  int limit = 500;
+};
+
+// One open (or just closed) allocation row.
+struct AllocationRecord {
+  int64_t job_id = 0;
+  int32_t attempt = 0;
+  std::string worker_id;
+  int32_t node_rank = 0;
+  std::vector<int32_t> device_indexes;
+  double gpu_share = 1;
+  int32_t master_port = 0;
+};
+
+class JobStore {
+ public:
+  // Connects `pool_size` connections to `url` (libpq URI). Unavailable when
+  // the server cannot be reached.
+  static absl::StatusOr<std::unique_ptr<JobStore>> Connect(
+      const std::string& url, int pool_size = 4);
+  ~JobStore();
+
+  // Applies the embedded migrations that are not yet applied, in order,
+  // under an advisory lock (several schedulers may start at once).
+  absl::Status Migrate();
+
+  // Inserts a PENDING job (attempt 1) and its first event; with a non-empty
+  // key, a second call with the same key returns the first job.
+  absl::StatusOr<SubmitResult> SubmitJob(const v1::JobSpec& spec,
+                                         const std::string& idempotency_key);
+
+  absl::StatusOr<v1::Job> GetJob(int64_t id);
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
+  // PENDING, ASSIGNED and RUNNING jobs, with their open allocations as
+  // placements. Used to rebuild the scheduler's view at start.
+  absl::StatusOr<std::vector<v1::Job>> LoadActiveJobs();
+  absl::StatusOr<std::vector<AllocationRecord>> LoadOpenAllocations();
+
+  // PENDING -> ASSIGNED with one allocation row per node.
+  absl::Status AssignJob(int64_t id, int32_t attempt,
+                         const std::vector<AllocationRecord>& nodes);
+  // ASSIGNED -> RUNNING.
+  absl::Status MarkRunning(int64_t id, int32_t attempt);
+  // Any active state -> SUCCEEDED | FAILED | CANCELLED; closes the
+  // attempt's open allocations only when `close_allocations`.
+  absl::Status FinishJob(int64_t id, int32_t attempt, v1::JobState state,
+                         int32_t exit_code, const std::string& message,
+                         bool close_allocations);
+  // Active -> PENDING with attempt + 1 (closes the old attempt's
+  // allocations). Returns the new attempt.
+  absl::StatusOr<int32_t> RequeueJob(int64_t id, int32_t attempt,
+                                     const std::string& message);
+  // Closes one node's allocation of an attempt (its processes are gone).
+  absl::Status CloseAllocation(int64_t id, int32_t attempt, int32_t node_rank);
+  absl::Status UpdateProgress(int64_t id, int32_t attempt,
+                              const v1::Progress& progress);
+
+  absl::Status UpsertWorker(const v1::Worker& worker);
+  absl::Status SetWorkerState(const std::string& id, v1::WorkerState state);
+  absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+
+ // A borrowed connection, for the transaction helper in job_store.cc.
+  class Lease;
+
+ private:
+  explicit JobStore(std::string url);
+  // Borrows a connection (reconnecting it when broken) for one transaction.
+  absl::StatusOr<std::unique_ptr<Lease>> Acquire();
+  void Release(std::unique_ptr<pqxx::connection> conn);
+
+  const std::string url_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  int pool_size_ = 4;
+};
+
+// "PENDING" <-> JOB_STATE_PENDING, as stored in the jobs.state column.
+std::string StateName(v1::JobState state);
+v1::JobState StateFromName(const std::string& name);
+
+}  // namespace tupa::scheduler
+
+#endif  // TUPA_SCHEDULER_STORE_JOB_STORE_H_

@@ -1,0 +1,171 @@
+// JobStore against a real PostgreSQL (the ctest `postgres` fixture). Each
+// test gets a fresh database.
+#include "scheduler/store/job_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace tupa::scheduler {
+namespace {
+
+std::string BaseUrl() {
+  if (const char* env = std::getenv("TUPA_TEST_DATABASE_URL")) return env;
+  std::ifstream in(TUPA_TEST_PG_URL_FILE);
+  std::string url;
+  std::getline(in, url);
+  return url;
+}
+
+class JobStoreTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string base = BaseUrl();
+    if (base.empty()) GTEST_FAIL() << "no test PostgreSQL (run via ctest)";
+    db_ = absl::StrCat("store_test_", std::random_device{}());
+    {
+      pqxx::connection c(base);
+      pqxx::nontransaction n(c);
+      n.exec("CREATE DATABASE " + db_);
+    }
+    url_ = base.substr(0, base.rfind('/') + 1) + db_;
+    auto store = JobStore::Connect(url_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    ASSERT_TRUE(store_->Migrate().ok());
+  }
+
+  v1::JobSpec Spec(const std::string& name) {
+    v1::JobSpec spec;
+    spec.set_name(name);
+    spec.set_team("vision");
+    spec.set_priority(10);
+    spec.mutable_resources()->set_gpus(2);
+    spec.mutable_resources()->set_nodes(1);
+    spec.add_command("true");
+    return spec;
+  }
+
+  std::string db_;
+  std::string url_;
+  std::unique_ptr<JobStore> store_;
+};
+
+TEST_F(JobStoreTest, MigrateIsIdempotent) {
+  EXPECT_TRUE(store_->Migrate().ok());
+  pqxx::connection c(url_);
+  pqxx::work w(c);
+  EXPECT_EQ(w.exec("SELECT count(*) FROM schema_migrations")[0][0].as<int>(), 4);
+}
+
+TEST_F(JobStoreTest, SubmitThenGetRoundTripsTheSpec) {
+  auto submitted = store_->SubmitJob(Spec("a"), "");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_TRUE(submitted->created);
+  auto job = store_->GetJob(submitted->job.id());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->spec().name(), "a");
+  EXPECT_EQ(job->spec().resources().gpus(), 2);
+  EXPECT_EQ(job->state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(job->attempt(), 1);
+  EXPECT_EQ(store_->GetJob(999999).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
+  std::vector<std::thread> threads;
+  std::atomic<int> created{0};
+  std::vector<int64_t> ids(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = store_->SubmitJob(Spec("k"), "key-1");
+      ASSERT_TRUE(r.ok()) << r.status();
+      ids[i] = r->job.id();
+      if (r->created) ++created;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(created.load(), 1);
+  for (int64_t id : ids) EXPECT_EQ(id, ids[0]);
+  auto all = store_->ListJobs({});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 1u);
+}
+
+TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
+  auto job = store_->SubmitJob(Spec("f"), "")->job;
+  ASSERT_TRUE(store_->UpsertWorker([] {
+                      v1::Worker w;
+                      w.set_id("worker-1");
+                      w.set_state(v1::WORKER_STATE_UP);
+                      return w;
+                    }())
+                  .ok());
+  AllocationRecord a;
+  a.worker_id = "worker-1";
+  a.device_indexes = {0, 1};
+  ASSERT_TRUE(store_->AssignJob(job.id(), 1, {a}).ok());
+  // Assigning twice is refused: the job is no longer PENDING.
+  EXPECT_EQ(store_->AssignJob(job.id(), 1, {a}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store_->MarkRunning(job.id(), 1).ok());
+  auto open = store_->LoadOpenAllocations();
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ((*open)[0].device_indexes, (std::vector<int32_t>{0, 1}));
+
+  auto next = store_->RequeueJob(job.id(), 1, "worker lost");
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, 2);
+  EXPECT_TRUE(store_->LoadOpenAllocations()->empty());
+  // Results of the old attempt are ignored.
+  EXPECT_EQ(store_->FinishJob(job.id(), 1, v1::JOB_STATE_SUCCEEDED, 0, "", true)
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(
+      store_->FinishJob(job.id(), 2, v1::JOB_STATE_FAILED, 3, "exit 3", true)
+          .ok());
+  auto done = store_->GetJob(job.id());
+  EXPECT_EQ(done->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(done->exit_code(), 3);
+  EXPECT_EQ(done->attempt(), 2);
+  pqxx::connection c(url_);
+  pqxx::work w(c);
+  EXPECT_EQ(w.exec_params("SELECT count(*) FROM job_events WHERE job_id = $1",
+                          job.id())[0][0]
+                .as<int>(),
+            5);  // PENDING, ASSIGNED, RUNNING, PENDING (attempt 2), FAILED
+}
+
+TEST_F(JobStoreTest, ListFiltersByStateAndTeam) {
+  auto a = store_->SubmitJob(Spec("a"), "")->job;
+  v1::JobSpec other = Spec("b");
+  other.set_team("nlp");
+  store_->SubmitJob(other, "").IgnoreError();
+  ASSERT_TRUE(
+      store_->FinishJob(a.id(), 1, v1::JOB_STATE_CANCELLED, 0, "", true).ok());
+  JobFilter by_team;
+  by_team.team = "nlp";
+  EXPECT_EQ(store_->ListJobs(by_team)->size(), 1u);
+  JobFilter by_state;
+  by_state.states = {v1::JOB_STATE_CANCELLED};
+  auto cancelled = store_->ListJobs(by_state);
+  ASSERT_EQ(cancelled->size(), 1u);
+  EXPECT_EQ((*cancelled)[0].id(), a.id());
+  EXPECT_EQ(store_->LoadActiveJobs()->size(), 1u);
+}
+
+TEST(JobStoreConnect, UnreachableServerIsUnavailable) {
+  auto store = JobStore::Connect(
+      "postgresql://tupa@127.0.0.1:1/tupa?connect_timeout=2");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace tupa::scheduler
