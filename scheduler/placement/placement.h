@@ -41,9 +41,9 @@ struct JobRequest {
   int64_t job_id = 0;
   int priority = 0;  // 0..100, higher first
   std::string team;
-  int64_t submitted_at_ms = 0;  // older first among equal priority
-  double gpus = 0;  // per node; < 1 is a share of one device
-  int nodes = 1;    // > 1 is a gang: all nodes or none
+  int64_t submitted_at_ms = 0;         // older first among equal priority
+  double gpus = 0;                     // per node; < 1 is a share of one device
+  int nodes = 1;                       // > 1 is a gang: all nodes or none
   std::vector<std::string> gpu_types;  // empty = any
   double cpu = 0;
   int64_t memory = 0;
@@ -59,6 +59,9 @@ struct RunningJob {
   double cpu = 0;
   int64_t memory = 0;
   int64_t expected_end_ms = 0;  // start + max_runtime; 0 = unknown
+  // Added for fair share and exact release in reservations; optional.
+  std::string team;                 // counts toward the team's held GPUs
+  std::vector<int> device_indexes;  // per node, when known
 };
 
 struct NodeAssignment {
@@ -75,11 +78,11 @@ struct JobPlacement {
 
 enum class PendingReason {
   kNone,
-  kNoFitNow,          // fits the cluster, not the free resources now
-  kGangIncomplete,    // some but not all nodes of a gang could be found
-  kBehindPriority,    // resources held for a higher-priority job
-  kNoSuchGpuType,     // no node has (or could ever have) the type/size
-  kNeverFits,         // larger than any node / the cluster
+  kNoFitNow,        // fits the cluster, not the free resources now
+  kGangIncomplete,  // some but not all nodes of a gang could be found
+  kBehindPriority,  // resources held for a higher-priority job
+  kNoSuchGpuType,   // no node has (or could ever have) the type/size
+  kNeverFits,       // larger than any node / the cluster
 };
 
 const char* PendingReasonName(PendingReason reason);
@@ -90,11 +93,26 @@ struct PendingInfo {
   int64_t estimated_start_ms = 0;  // 0 = unknown
 };
 
+// One entry of the request mix that the kTupa policy scores fragmentation
+// against: a request shape and its relative frequency.
+struct RequestShape {
+  double gpus = 0;  // as JobRequest::gpus (per node)
+  double cpu = 0;
+  int64_t memory = 0;
+  std::vector<std::string> gpu_types;  // empty = any
+  double weight = 1;
+};
+
 struct PlacementOptions {
   enum class Policy { kFirstFit, kBestFit, kTupa };
   Policy policy = Policy::kTupa;
   bool backfill = true;
   int64_t now_ms = 0;
+  // kTupa only: the recent request mix. Empty = derived from `pending`.
+  std::vector<RequestShape> request_mix;
+  // Unplaced jobs (in queue order) that get an estimated_start_ms; the
+  // estimate costs a release simulation, so it is capped.
+  int max_estimates = 64;
 };
 
 struct PlacementPlan {
@@ -102,7 +120,8 @@ struct PlacementPlan {
   std::map<int64_t, PendingInfo> pending;  // every job not placed
 };
 
-// Orders `pending` (priority desc, then age), places each job on the free
+// Orders `pending` (priority desc, then fair share: the team holding fewer
+// GPUs first, then age, then job_id), places each job on the free
 // resources of `nodes` (which it treats as a scratch copy), reserving for
 // the first job that cannot start and backfilling only jobs that end before
 // that reservation. Returns the jobs to start and why the others wait.

@@ -1,0 +1,75 @@
+// tupa-scheduler: flags -> SchedulerServerOptions -> BuildAndStart() ->
+// wait for SIGTERM/SIGINT.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/logging.h"
+#include "common/quantity.h"
+#include "scheduler/service/server.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
+ABSL_FLAG(std::string, database_url, "",
+          "PostgreSQL URL (prefer env TUPA_DATABASE_URL: it may hold a password)");
+ABSL_FLAG(std::string, data_dir, ".tupa-scheduler",
+          "directory for job logs");
+ABSL_FLAG(std::string, worker_timeout, "15s",
+          "a worker silent this long is lost and its jobs requeue");
+ABSL_FLAG(std::string, metrics_listen, ":9464",
+          "Prometheus /metrics address (planned)");
+ABSL_FLAG(std::string, config, "", "scheduler config YAML merged over flags");
+ABSL_FLAG(std::string, policy, "tupa", "placement policy: firstfit|bestfit|tupa");
+
+int main(int argc, char** argv) {
+  // Block SIGTERM/SIGINT in every thread; main waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  absl::SetProgramUsageMessage("tupa-scheduler: accepts and places jobs");
+  absl::ParseCommandLine(argc, argv);
+  tupa::InitLogging(argv[0]);
+
+  tupa::scheduler::SchedulerServerOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.database_url = absl::GetFlag(FLAGS_database_url);
+  if (options.database_url.empty())
+    if (const char* env = std::getenv("TUPA_DATABASE_URL"))
+      options.database_url = env;
+  options.core.data_dir = absl::GetFlag(FLAGS_data_dir);
+  auto timeout = tupa::ParseDuration(absl::GetFlag(FLAGS_worker_timeout),
+                                     "--worker-timeout");
+  if (!timeout.ok()) {
+    std::cerr << "tupa-scheduler: " << timeout.status().message() << "\n";
+    return 2;
+  }
+  options.core.worker_timeout = *timeout;
+  const std::string policy = absl::GetFlag(FLAGS_policy);
+  options.core.policy =
+      policy == "firstfit"  ? tupa::scheduler::PlacementOptions::Policy::kFirstFit
+      : policy == "bestfit" ? tupa::scheduler::PlacementOptions::Policy::kBestFit
+                            : tupa::scheduler::PlacementOptions::Policy::kTupa;
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    absl::Status s =
+        tupa::scheduler::MergeConfigFile(absl::GetFlag(FLAGS_config), options);
+    if (!s.ok()) {
+      std::cerr << "tupa-scheduler: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  auto server = tupa::scheduler::SchedulerServer::BuildAndStart(options);
+  if (!server.ok()) {
+    std::cerr << "tupa-scheduler: " << server.status() << "\n";
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&signals, &signal);
+  (*server)->Shutdown();
+  return 0;
+}

@@ -1,0 +1,251 @@
+#include "scheduler/placement/placement.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "scheduler/placement/cluster_state.h"
+#include "scheduler/placement/gang.h"
+#include "scheduler/placement/queue_order.h"
+#include "scheduler/placement/reservation.h"
+
+namespace tupa::scheduler {
+namespace {
+
+// Enough for any realistic mix; the rarest shapes beyond it barely move the
+// expectation and would cost time on every score.
+constexpr int kMaxMixShapes = 128;
+
+std::vector<RequestShape> MixOf(const std::vector<JobRequest>& pending) {
+  std::vector<RequestShape> mix;
+  mix.reserve(pending.size());
+  for (const JobRequest& job : pending) {
+    mix.push_back({job.gpus, job.cpu, job.memory, job.gpu_types,
+                   static_cast<double>(std::max(1, job.nodes))});
+  }
+  return mix;
+}
+
+// A job that failed now means any job asking at least as much (same GPU
+// shape, filter and gang size, no labels) fails too: resources only shrink
+// during a pass. Keeps a full cluster cheap to scan.
+class FailureCache {
+ public:
+  using Key = std::tuple<int, int, uint64_t, int, bool>;
+
+  static std::optional<Key> KeyOf(const Demand& d, const JobRequest& job,
+                                  bool blocked) {
+    if (!job.labels.empty()) return std::nullopt;
+    return Key{d.milli, d.count, d.types, d.nodes, blocked};
+  }
+  std::optional<PendingReason> Lookup(const Key& key, const Demand& d) const {
+    auto it = failed_.find(key);
+    if (it == failed_.end()) return std::nullopt;
+    for (const auto& [cpu, mem, reason] : it->second) {
+      if (d.cpu_milli >= cpu && d.memory >= mem) return reason;
+    }
+    return std::nullopt;
+  }
+  void Add(const Key& key, const Demand& d, PendingReason reason) {
+    failed_[key].emplace_back(d.cpu_milli, d.memory, reason);
+  }
+  void Clear() { failed_.clear(); }
+
+ private:
+  std::map<Key, std::vector<std::tuple<int64_t, int64_t, PendingReason>>>
+      failed_;
+};
+
+Release ReleaseOf(const JobRequest& job, const JobPlacement& placement,
+                  int64_t now_ms) {
+  Release r;
+  r.end_ms =
+      job.max_runtime_s > 0 ? now_ms + job.max_runtime_s * 1000 : kUnknownEnd;
+  r.job.job_id = job.job_id;
+  r.job.gpus = job.gpus;
+  r.job.cpu = job.cpu;
+  r.job.memory = job.memory;
+  r.job.team = job.team;
+  for (const NodeAssignment& a : placement.nodes) {
+    r.job.worker_ids.push_back(a.worker_id);
+  }
+  if (placement.nodes.size() == 1) {
+    r.job.device_indexes = placement.nodes[0].device_indexes;
+  }
+  return r;
+}
+
+JobPlacement ToPlacement(const ClusterState& state, int64_t job_id,
+                         const GangAttempt& attempt) {
+  JobPlacement placement;
+  placement.job_id = job_id;
+  for (size_t rank = 0; rank < attempt.choices.size(); ++rank) {
+    const NodeChoice& c = attempt.choices[rank];
+    NodeAssignment a;
+    a.worker_id = state.WorkerId(c.node);
+    a.node_rank = static_cast<int>(rank);
+    a.device_indexes = c.device_indexes;
+    a.share = c.milli > 0 && c.milli < kMilliPerGpu
+                  ? static_cast<double>(c.milli) / kMilliPerGpu
+                  : 1.0;
+    placement.nodes.push_back(std::move(a));
+  }
+  return placement;
+}
+
+}  // namespace
+
+const char* PendingReasonName(PendingReason reason) {
+  switch (reason) {
+    case PendingReason::kNone:
+      return "NONE";
+    case PendingReason::kNoFitNow:
+      return "NO_FIT_NOW";
+    case PendingReason::kGangIncomplete:
+      return "GANG_INCOMPLETE";
+    case PendingReason::kBehindPriority:
+      return "BEHIND_PRIORITY";
+    case PendingReason::kNoSuchGpuType:
+      return "NO_SUCH_GPU_TYPE";
+    case PendingReason::kNeverFits:
+      return "NEVER_FITS";
+  }
+  return "UNKNOWN";
+}
+
+PendingReason CheckEverFits(const std::vector<NodeView>& nodes,
+                            const JobRequest& job) {
+  ClusterState state(nodes, PlacementOptions::Policy::kFirstFit);
+  auto demand =
+      state.MakeDemand(job.gpus, job.cpu, job.memory, job.gpu_types, job.nodes);
+  if (!demand.has_value()) return PendingReason::kNeverFits;
+  return state.EverFits(*demand, job.labels);
+}
+
+PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
+                        const std::vector<JobRequest>& pending,
+                        const std::vector<RunningJob>& running,
+                        const PlacementOptions& options) {
+  PlacementPlan plan;
+  ClusterState state(nodes, options.policy);
+  if (options.policy == PlacementOptions::Policy::kTupa) {
+    state.SetRequestMix(
+        options.request_mix.empty() ? MixOf(pending) : options.request_mix,
+        kMaxMixShapes);
+  }
+  std::vector<Release> releases;
+  for (const RunningJob& r : running) {
+    releases.push_back(
+        {r.expected_end_ms > 0 ? r.expected_end_ms : kUnknownEnd, r});
+  }
+  QueueOrder order(pending, running);
+  Reservation reservation;
+  bool blocked_all = false;  // no backfill: nothing passes the first waiter
+  std::vector<char> blocked(state.num_nodes(), 0);
+  FailureCache failures;
+  std::vector<int> waiting;  // unplaced, in queue order
+  std::vector<std::optional<Demand>> demands(pending.size());
+
+  for (int idx = order.Next(); idx >= 0; idx = order.Next()) {
+    const JobRequest& job = pending[idx];
+    PendingInfo info;
+    info.jobs_ahead = static_cast<int>(waiting.size());
+    demands[idx] = state.MakeDemand(job.gpus, job.cpu, job.memory,
+                                    job.gpu_types, job.nodes);
+    const std::optional<Demand>& demand = demands[idx];
+    info.reason = demand.has_value() ? state.EverFits(*demand, job.labels)
+                                     : PendingReason::kNeverFits;
+    if (info.reason != PendingReason::kNone) {
+      plan.pending[job.job_id] = info;  // waiting on nothing we can change
+      continue;
+    }
+    const bool ends_in_time =
+        reservation.start_ms > 0 && job.max_runtime_s > 0 &&
+        options.now_ms + job.max_runtime_s * 1000 <= reservation.start_ms;
+    const bool use_block = reservation.active && !ends_in_time;
+    SearchFilter filter;
+    if (!job.labels.empty()) filter.labels = &job.labels;
+    if (use_block) filter.blocked = &blocked;
+    const auto key = FailureCache::KeyOf(*demand, job, use_block);
+    std::optional<PendingReason> cached;
+    if (key.has_value()) cached = failures.Lookup(*key, *demand);
+    if (!cached.has_value() && !blocked_all) {
+      GangAttempt attempt = PlaceGang(&state, *demand, filter);
+      if (attempt.placed) {
+        plan.placed.push_back(ToPlacement(state, job.job_id, attempt));
+        releases.push_back(ReleaseOf(job, plan.placed.back(), options.now_ms));
+        order.OnPlaced(idx);
+        continue;
+      }
+      info.reason = attempt.ranks_found > 0 && demand->nodes > 1
+                        ? PendingReason::kGangIncomplete
+                        : PendingReason::kNoFitNow;
+    } else if (cached.has_value()) {
+      info.reason = *cached;
+    }
+    if (blocked_all || (use_block && !cached.has_value())) {
+      // Would it start but for the job reserved ahead of it?
+      SearchFilter open = filter;
+      open.blocked = nullptr;
+      GangAttempt dry = PlaceGang(&state, *demand, open);
+      if (dry.placed) {
+        UndoGang(&state, dry);
+        info.reason = PendingReason::kBehindPriority;
+      } else if (blocked_all) {
+        info.reason = dry.ranks_found > 0 && demand->nodes > 1
+                          ? PendingReason::kGangIncomplete
+                          : PendingReason::kNoFitNow;
+      }
+    }
+    if (key.has_value() && !cached.has_value() && !blocked_all) {
+      failures.Add(*key, *demand, info.reason);
+    }
+    if (!reservation.active && !blocked_all) {
+      std::sort(releases.begin(), releases.end(),
+                [](const Release& a, const Release& b) {
+                  return a.end_ms < b.end_ms;
+                });
+      SearchFilter reserve_filter;
+      if (!job.labels.empty()) reserve_filter.labels = &job.labels;
+      reservation = Reserve(state, releases, *demand, reserve_filter);
+      for (int n : reservation.nodes) blocked[n] = 1;
+      info.estimated_start_ms = reservation.start_ms;
+      blocked_all = !options.backfill;
+      failures.Clear();
+    }
+    plan.pending[job.job_id] = info;
+    waiting.push_back(idx);
+  }
+
+  // Start estimates for the first waiters.
+  std::sort(
+      releases.begin(), releases.end(),
+      [](const Release& a, const Release& b) { return a.end_ms < b.end_ms; });
+  std::vector<StartEstimate> estimates;
+  std::vector<int64_t> ids;
+  for (int idx : waiting) {
+    if (static_cast<int>(estimates.size()) >= options.max_estimates) break;
+    const JobRequest& job = pending[idx];
+    if (plan.pending[job.job_id].estimated_start_ms > 0) continue;
+    StartEstimate e;
+    e.demand = *demands[idx];
+    if (!job.labels.empty()) e.filter.labels = &job.labels;
+    estimates.push_back(e);
+    ids.push_back(job.job_id);
+  }
+  EstimateStarts(state, releases, &estimates);
+  for (size_t i = 0; i < estimates.size(); ++i) {
+    PendingInfo& info = plan.pending[ids[i]];
+    info.estimated_start_ms = estimates[i].start_ms;
+    if (info.reason == PendingReason::kBehindPriority &&
+        info.estimated_start_ms > 0) {
+      info.estimated_start_ms =
+          std::max(info.estimated_start_ms, reservation.start_ms);
+    }
+  }
+  return plan;
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,484 @@
+// Lifecycle, the scheduling loop and the job API of SchedulerCore. Worker
+// stream handling is in scheduler_core_workers.cc.
+#include "scheduler/service/scheduler_core.h"
+
+#include <glog/logging.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/job_spec.h"
+#include "common/status_macros.h"
+
+namespace tupa::scheduler {
+
+using google::protobuf::util::TimeUtil;
+
+SchedulerCore::SchedulerCore(JobStore* store, SchedulerOptions options)
+    : store_(store),
+      options_(std::move(options)),
+      logs_(absl::StrCat(options_.data_dir, "/logs")) {}
+
+SchedulerCore::~SchedulerCore() { Shutdown(); }
+
+absl::Status SchedulerCore::Start() {
+  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadActiveJobs());
+  ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocs,
+                   store_->LoadOpenAllocations());
+  ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    // Known workers get a full lease to reconnect after a scheduler restart.
+    for (v1::Worker& w : workers) {
+      WorkerEntry entry;
+      entry.last_seen = now;
+      entry.info = std::move(w);
+      workers_[entry.info.id()] = std::move(entry);
+    }
+    for (v1::Job& j : jobs) {
+      ActiveJob active;
+      active.assigned_at = now;
+      active.job = std::move(j);
+      jobs_[active.job.id()] = std::move(active);
+    }
+    for (const AllocationRecord& a : allocs) {
+      auto job = jobs_.find(a.job_id);
+      if (job == jobs_.end() || job->second.job.attempt() != a.attempt) {
+        store_->CloseAllocation(a.job_id, a.attempt, a.node_rank).IgnoreError();
+        continue;
+      }
+      Alloc alloc;
+      alloc.worker_id = a.worker_id;
+      alloc.devices = a.device_indexes;
+      alloc.share = a.gpu_share;
+      alloc.master_port = a.master_port;
+      alloc.cpu = job->second.job.spec().resources().cpu();
+      alloc.memory = job->second.job.spec().resources().memory_bytes();
+      allocs_[{a.job_id, a.attempt, a.node_rank}] = std::move(alloc);
+    }
+    LOG(INFO) << "rebuilt from PostgreSQL: " << jobs_.size() << " active jobs, "
+              << allocs_.size() << " open allocations, " << workers_.size()
+              << " known workers";
+  }
+  loop_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void SchedulerCore::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, w] : workers_)
+      if (w.session) w.session->Close();
+  }
+  if (loop_.joinable()) loop_.join();
+}
+
+void SchedulerCore::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return wake_ || stopping_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&woken), options_.cycle_interval);
+      if (stopping_) return;
+      wake_ = false;
+    }
+    RunCycle();
+  }
+}
+
+void SchedulerCore::RunCycle() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  CheckLeases(now);
+  Schedule(now);
+}
+
+void SchedulerCore::CheckLeases(absl::Time now) {
+  std::vector<std::string> lost;
+  for (const auto& [id, w] : workers_) {
+    const auto state = w.info.state();
+    if ((state == v1::WORKER_STATE_UP || state == v1::WORKER_STATE_DRAINING) &&
+        now - w.last_seen > options_.worker_timeout)
+      lost.push_back(id);
+  }
+  for (const std::string& id : lost)
+    WorkerLost(id, absl::StrCat("worker ", id, " lost (silent for more than ",
+                                absl::FormatDuration(options_.worker_timeout),
+                                ")"));
+}
+
+std::vector<NodeView> SchedulerCore::NodeViews() {
+  std::map<std::string, NodeView> views;
+  for (const auto& [id, w] : workers_) {
+    if (w.info.state() != v1::WORKER_STATE_UP &&
+        w.info.state() != v1::WORKER_STATE_DRAINING)
+      continue;
+    NodeView v;
+    v.worker_id = id;
+    v.region = w.info.region();
+    v.labels.insert(w.info.labels().begin(), w.info.labels().end());
+    for (const v1::Device& d : w.info.devices())
+      v.devices.push_back({d.index(), d.gpu_type(), 1.0});
+    v.cpu_total = v.cpu_free = w.info.cpu();
+    v.memory_total = v.memory_free = w.info.memory_bytes();
+    v.schedulable =
+        w.session != nullptr && w.info.state() == v1::WORKER_STATE_UP;
+    views[id] = std::move(v);
+  }
+  for (const auto& [key, a] : allocs_) {
+    auto it = views.find(a.worker_id);
+    if (it == views.end()) continue;
+    NodeView& v = it->second;
+    for (int32_t d : a.devices)
+      for (DeviceSlot& slot : v.devices)
+        if (slot.index == d) slot.free_share = std::max(0.0, slot.free_share - a.share);
+    v.cpu_free -= a.cpu;
+    v.memory_free -= a.memory;
+  }
+  std::vector<NodeView> out;
+  for (auto& [id, v] : views) out.push_back(std::move(v));
+  return out;
+}
+
+void SchedulerCore::Schedule(absl::Time now) {
+  std::vector<JobRequest> pending;
+  std::map<int64_t, RunningJob> running;
+  for (const auto& [id, j] : jobs_) {
+    const v1::JobSpec& spec = j.job.spec();
+    if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING) {
+      JobRequest r;
+      r.job_id = id;
+      r.priority = spec.priority();
+      r.team = spec.team();
+      r.submitted_at_ms = TimeUtil::TimestampToMilliseconds(j.job.created_at());
+      r.gpus = spec.resources().gpus();
+      r.nodes = std::max(1, spec.resources().nodes());
+      r.gpu_types.assign(spec.resources().gpu_type().begin(),
+                         spec.resources().gpu_type().end());
+      r.cpu = spec.resources().cpu();
+      r.memory = spec.resources().memory_bytes();
+      r.labels.insert(spec.resources().labels().begin(),
+                      spec.resources().labels().end());
+      r.max_runtime_s = spec.max_runtime().seconds();
+      pending.push_back(std::move(r));
+    }
+  }
+  if (pending.empty()) return;
+  for (const auto& [key, a] : allocs_) {
+    const int64_t job_id = std::get<0>(key);
+    RunningJob& r = running[job_id];
+    r.job_id = job_id;
+    r.worker_ids.push_back(a.worker_id);
+    auto j = jobs_.find(job_id);
+    if (j == jobs_.end()) continue;
+    const v1::JobSpec& spec = j->second.job.spec();
+    r.gpus = spec.resources().gpus();
+    r.cpu = spec.resources().cpu();
+    r.memory = spec.resources().memory_bytes();
+    if (spec.max_runtime().seconds() > 0)
+      r.expected_end_ms = absl::ToUnixMillis(
+          j->second.assigned_at + absl::Seconds(spec.max_runtime().seconds()));
+  }
+  std::vector<RunningJob> running_list;
+  for (auto& [id, r] : running) running_list.push_back(std::move(r));
+  PlacementOptions options;
+  options.policy = options_.policy;
+  options.now_ms = absl::ToUnixMillis(now);
+  PlacementPlan plan = PlaceJobs(NodeViews(), pending, running_list, options);
+  for (const JobPlacement& p : plan.placed) StartPlacement(p, now);
+}
+
+int32_t SchedulerCore::PickMasterPort(const std::string& worker_id,
+                                      int64_t job_id, int32_t attempt) {
+  std::set<int32_t> used;
+  for (const auto& [key, a] : allocs_)
+    if (a.worker_id == worker_id && std::get<2>(key) == 0)
+      used.insert(a.master_port);
+  const int count = options_.master_port_count;
+  const int start = static_cast<int>((job_id * 131 + attempt * 7) % count);
+  for (int i = 0; i < count; ++i) {
+    int32_t port = options_.master_port_base + (start + i) % count;
+    if (!used.count(port)) return port;
+  }
+  return options_.master_port_base + start;
+}
+
+void SchedulerCore::StartPlacement(const JobPlacement& placement,
+                                   absl::Time now) {
+  auto it = jobs_.find(placement.job_id);
+  if (it == jobs_.end() || placement.nodes.empty()) return;
+  ActiveJob& job = it->second;
+  const v1::JobSpec& spec = job.job.spec();
+  const int32_t attempt = job.job.attempt();
+  const std::string& master_worker = placement.nodes[0].worker_id;
+  const int32_t master_port = PickMasterPort(master_worker, job.job.id(), attempt);
+  std::vector<AllocationRecord> records;
+  for (const NodeAssignment& n : placement.nodes) {
+    AllocationRecord r;
+    r.job_id = job.job.id();
+    r.attempt = attempt;
+    r.worker_id = n.worker_id;
+    r.node_rank = n.node_rank;
+    r.device_indexes.assign(n.device_indexes.begin(), n.device_indexes.end());
+    r.gpu_share = n.share;
+    r.master_port = master_port;
+    records.push_back(std::move(r));
+  }
+  if (absl::Status s = store_->AssignJob(job.job.id(), attempt, records);
+      !s.ok()) {
+    LOG(WARNING) << "assigning job " << job.job.id() << " failed: " << s;
+    return;
+  }
+  job.job.set_state(v1::JOB_STATE_ASSIGNED);
+  job.assigned_at = now;
+  job.nodes_succeeded = 0;
+  job.job.clear_placements();
+  const int nnodes = static_cast<int>(placement.nodes.size());
+  // Ranks per node: one per device (per-gpu), or one per node (per-node).
+  const bool per_node = spec.launch() == v1::LAUNCH_MODE_PER_NODE;
+  int first_rank = 0;
+  std::vector<int> first_ranks;
+  for (const NodeAssignment& n : placement.nodes) {
+    first_ranks.push_back(first_rank);
+    first_rank += per_node ? 1 : std::max<int>(1, n.device_indexes.size());
+  }
+  const std::string master_addr = workers_[master_worker].info.address();
+  for (size_t i = 0; i < placement.nodes.size(); ++i) {
+    const NodeAssignment& n = placement.nodes[i];
+    Alloc a;
+    a.worker_id = n.worker_id;
+    a.devices.assign(n.device_indexes.begin(), n.device_indexes.end());
+    a.share = n.share;
+    a.cpu = spec.resources().cpu();
+    a.memory = spec.resources().memory_bytes();
+    a.master_port = master_port;
+    allocs_[{job.job.id(), attempt, n.node_rank}] = a;
+    v1::Placement* p = job.job.add_placements();
+    p->set_worker_id(n.worker_id);
+    p->set_node_rank(n.node_rank);
+    for (int d : n.device_indexes) p->add_device_indexes(d);
+
+    v1::SchedulerMessage msg;
+    v1::Assign* assign = msg.mutable_assign();
+    assign->set_job_id(job.job.id());
+    assign->set_attempt(attempt);
+    *assign->mutable_spec() = spec;
+    assign->set_node_rank(n.node_rank);
+    assign->set_nnodes(nnodes);
+    for (int d : n.device_indexes) assign->add_device_indexes(d);
+    assign->set_master_addr(master_addr.empty() ? "127.0.0.1" : master_addr);
+    assign->set_master_port(master_port);
+    assign->set_world_size(first_rank);
+    assign->set_first_rank(first_ranks[i]);
+    Send(n.worker_id, std::move(msg));
+  }
+  LOG(INFO) << "job " << job.job.id() << " attempt " << attempt
+            << " assigned to " << nnodes << " node(s), master "
+            << master_worker << ":" << master_port;
+  Changed();
+}
+
+void SchedulerCore::Send(const std::string& worker_id,
+                         v1::SchedulerMessage message) {
+  auto it = workers_.find(worker_id);
+  if (it != workers_.end() && it->second.session)
+    it->second.session->Push(std::move(message));
+}
+
+void SchedulerCore::CancelAttemptNodes(int64_t job_id, int32_t attempt,
+                                       const std::string& reason) {
+  for (auto it = allocs_.lower_bound({job_id, attempt, 0});
+       it != allocs_.end() && std::get<0>(it->first) == job_id &&
+       std::get<1>(it->first) == attempt;
+       ++it) {
+    v1::SchedulerMessage msg;
+    msg.mutable_cancel()->set_job_id(job_id);
+    msg.mutable_cancel()->set_attempt(attempt);
+    msg.mutable_cancel()->set_reason(reason);
+    Send(it->second.worker_id, std::move(msg));
+  }
+}
+
+void SchedulerCore::FinishJob(ActiveJob& job, v1::JobState state,
+                              int32_t exit_code, const std::string& message) {
+  const int64_t id = job.job.id();
+  const int32_t attempt = job.job.attempt();
+  absl::Status s = store_->FinishJob(id, attempt, state, exit_code, message,
+                                     /*close_allocations=*/false);
+  if (!s.ok()) LOG(ERROR) << "recording the end of job " << id << ": " << s;
+  job.terminal = true;
+  job.job.set_state(state);
+  job.job.set_exit_code(exit_code);
+  job.job.set_message(message);
+  LOG(INFO) << "job " << id << " attempt " << attempt << " -> "
+            << StateName(state) << (message.empty() ? "" : ": ") << message;
+  CancelAttemptNodes(id, attempt, message.empty() ? StateName(state) : message);
+  Changed();
+  ForgetIfDone(id);
+}
+
+void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
+  const int64_t id = job.job.id();
+  const int32_t attempt = job.job.attempt();
+  if (attempt > job.job.spec().retries()) {
+    FinishJob(job, v1::JOB_STATE_FAILED, -1,
+              absl::StrCat(reason, "; no retries left"));
+    return;
+  }
+  CancelAttemptNodes(id, attempt, reason);
+  auto next = store_->RequeueJob(id, attempt, reason);
+  if (!next.ok()) {
+    LOG(ERROR) << "requeueing job " << id << ": " << next.status();
+    return;
+  }
+  // The old attempt's remaining nodes stay in allocs_ (holding their
+  // devices) until their workers report them gone or are lost.
+  job.job.set_attempt(*next);
+  job.job.set_state(v1::JOB_STATE_PENDING);
+  job.job.set_message(reason);
+  job.job.clear_placements();
+  job.nodes_succeeded = 0;
+  LOG(INFO) << "job " << id << " requeued as attempt " << *next << ": "
+            << reason;
+  wake_ = true;
+  Changed();
+}
+
+void SchedulerCore::ForgetIfDone(int64_t job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.terminal) return;
+  auto a = allocs_.lower_bound({job_id, 0, 0});
+  if (a != allocs_.end() && std::get<0>(a->first) == job_id) return;
+  jobs_.erase(it);
+}
+
+absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
+  std::vector<const v1::Worker*> known;
+  for (const auto& [id, w] : workers_)
+    if (w.info.state() != v1::WORKER_STATE_OFFLINE) known.push_back(&w.info);
+  if (known.empty()) return absl::OkStatus();  // nothing to judge by yet
+  const auto& r = spec.resources();
+  const int nodes = std::max(1, r.nodes());
+  if (nodes > static_cast<int>(known.size()))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resources.nodes: ", nodes, " nodes requested but the cluster has ",
+        known.size(), " worker(s)"));
+  const int need = static_cast<int>(std::ceil(r.gpus()));
+  int fitting = 0;
+  std::set<std::string> types;
+  for (const v1::Worker* w : known) {
+    std::map<std::string, int> by_type;
+    for (const v1::Device& d : w->devices()) {
+      ++by_type[d.gpu_type()];
+      types.insert(d.gpu_type());
+    }
+    bool ok = need == 0;
+    for (const auto& [type, count] : by_type) {
+      const bool type_ok =
+          r.gpu_type().empty() ||
+          std::find(r.gpu_type().begin(), r.gpu_type().end(), type) !=
+              r.gpu_type().end();
+      if (type_ok && count >= need) ok = true;
+    }
+    if (ok && w->cpu() + 1e-9 >= r.cpu() &&
+        (r.memory_bytes() == 0 || w->memory_bytes() >= r.memory_bytes()))
+      ++fitting;
+  }
+  if (fitting >= nodes) return absl::OkStatus();
+  if (!r.gpu_type().empty()) {
+    bool any = false;
+    for (const auto& t : r.gpu_type()) any |= types.count(t) > 0;
+    if (!any)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "resources.gpu_type: no worker has ", absl::StrJoin(r.gpu_type(), "/"),
+          " (the cluster has ", absl::StrJoin(types, ", "), ")"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "resources.gpus: no ", nodes, " worker(s) of this cluster can ever hold ",
+      r.gpus(), " GPU(s), ", r.cpu(), " CPU(s) and the memory requested"));
+}
+
+absl::StatusOr<SubmitResult> SchedulerCore::Submit(
+    v1::JobSpec spec, const std::string& idempotency_key) {
+  ApplyJobSpecDefaults(spec);
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  if (idempotency_key.size() > 200)
+    return absl::InvalidArgumentError("idempotency_key: longer than 200 bytes");
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(CheckCouldEverFit(spec));
+  }
+  ASSIGN_OR_RETURN(SubmitResult result,
+                   store_->SubmitJob(spec, idempotency_key));
+  if (result.created) {
+    absl::MutexLock lock(&mu_);
+    ActiveJob active;
+    active.job = result.job;
+    jobs_.emplace(result.job.id(), std::move(active));
+    wake_ = true;
+    Changed();
+  }
+  return result;
+}
+
+absl::StatusOr<v1::Job> SchedulerCore::GetJob(int64_t id) {
+  ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  // Progress is written to PostgreSQL at most every few seconds; the view
+  // has the latest.
+  if (it != jobs_.end() && it->second.job.attempt() == job.attempt() &&
+      it->second.job.has_progress())
+    *job.mutable_progress() = it->second.job.progress();
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::Job>> SchedulerCore::ListJobs(
+    const JobFilter& filter) {
+  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->ListJobs(filter));
+  absl::MutexLock lock(&mu_);
+  for (v1::Job& job : jobs) {
+    auto it = jobs_.find(job.id());
+    if (it != jobs_.end() && it->second.job.attempt() == job.attempt() &&
+        it->second.job.has_progress())
+      *job.mutable_progress() = it->second.job.progress();
+  }
+  return jobs;
+}
+
+absl::StatusOr<v1::Job> SchedulerCore::CancelJob(int64_t id,
+                                                 const std::string& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && !it->second.terminal) {
+      FinishJob(it->second, v1::JOB_STATE_CANCELLED, 0,
+                reason.empty() ? "cancelled by user" : reason);
+    } else if (it == jobs_.end()) {
+      ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " already ended (", StateName(job.state()), ")"));
+    }
+  }
+  return GetJob(id);
+}
+
+uint64_t SchedulerCore::WaitForChange(uint64_t seen, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return version_ != seen || stopping_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
+  return version_;
+}
+
+}  // namespace tupa::scheduler

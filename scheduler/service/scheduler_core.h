@@ -1,0 +1,158 @@
+// SchedulerCore: the scheduler's in-memory view (active jobs, workers,
+// allocations), its scheduling loop, and the state machine that the gRPC
+// handlers drive.
+//
+// PostgreSQL (JobStore) is the source of truth: every state change is
+// committed before it is acted on (an Assign is sent only after the
+// allocation rows are committed), and Start() rebuilds the view from it.
+// Workers hold a lease renewed by every message; a worker silent for
+// `worker_timeout` is lost and its jobs requeue while retries remain.
+// Fencing: every job message carries (job, attempt); results of an attempt
+// that is not current are ignored and a worker still running one is told to
+// cancel it. Thread-safe; one mutex guards the view.
+#ifndef TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
+#define TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "scheduler/placement/placement.h"
+#include "scheduler/service/log_store.h"
+#include "scheduler/service/worker_session.h"
+#include "scheduler/store/job_store.h"
+#include "tupa/v1/cluster.pb.h"
+#include "tupa/v1/worker_protocol.pb.h"
+
+namespace tupa::scheduler {
+
+struct SchedulerOptions {
+  absl::Duration worker_timeout = absl::Seconds(15);
+  absl::Duration cycle_interval = absl::Milliseconds(200);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  std::string data_dir = ".";  // logs live under <data_dir>/logs
+  int master_port_base = 29500;
+  int master_port_count = 2000;
+  PlacementOptions::Policy policy = PlacementOptions::Policy::kTupa;
+};
+
+class SchedulerCore {
+ public:
+  SchedulerCore(JobStore* store, SchedulerOptions options);
+  ~SchedulerCore();
+  SchedulerCore(const SchedulerCore&) = delete;
+  SchedulerCore& operator=(const SchedulerCore&) = delete;
+
+  // Rebuilds the view from PostgreSQL and starts the scheduling loop.
+  absl::Status Start();
+  // Stops the loop and closes every worker session.
+  void Shutdown();
+
+  // Validates, checks the job could ever fit the known cluster
+  // (InvalidArgument naming the field otherwise), commits, then queues.
+  absl::StatusOr<SubmitResult> Submit(v1::JobSpec spec,
+                                      const std::string& idempotency_key);
+  absl::StatusOr<v1::Job> GetJob(int64_t id);
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
+  // FailedPrecondition when the job already ended.
+  absl::StatusOr<v1::Job> CancelJob(int64_t id, const std::string& reason);
+  std::vector<v1::Worker> ListWorkers(bool include_offline);
+  absl::StatusOr<v1::Worker> DrainWorker(const std::string& id);
+
+  // A worker's stream opened with `hello`. Replaces an older session of the
+  // same worker; reconciles what the worker says it runs.
+  absl::StatusOr<std::shared_ptr<WorkerSession>> ConnectWorker(
+      const v1::Hello& hello);
+  void HandleWorkerMessage(const std::shared_ptr<WorkerSession>& session,
+                           const v1::WorkerMessage& message);
+  void DisconnectWorker(const std::shared_ptr<WorkerSession>& session);
+
+  // Blocks until the view changed after `seen` or `timeout` passed;
+  // returns the current change counter.
+  uint64_t WaitForChange(uint64_t seen, absl::Duration timeout);
+  LogStore& logs() { return logs_; }
+
+ private:
+  using AllocKey = std::tuple<int64_t, int32_t, int32_t>;  // job, attempt, node
+
+  struct Alloc {
+    std::string worker_id;
+    std::vector<int32_t> devices;
+    double share = 1;
+    double cpu = 0;
+    int64_t memory = 0;
+    int32_t master_port = 0;
+    bool running = false;
+  };
+
+  struct ActiveJob {
+    v1::Job job;  // spec, state, attempt, progress
+    bool terminal = false;  // ended in PostgreSQL; waits for its ranks to go
+    int nodes_succeeded = 0;
+    absl::Time assigned_at;
+    absl::Time progress_written;
+  };
+
+  struct WorkerEntry {
+    v1::Worker info;
+    std::shared_ptr<WorkerSession> session;
+    absl::Time last_seen;
+  };
+
+  void Loop();
+  void RunCycle() ABSL_LOCKS_EXCLUDED(mu_);
+  void CheckLeases(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Schedule(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartPlacement(const JobPlacement& placement, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WorkerLost(const std::string& id, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current attempt of `job` lost a node: requeue while retries remain.
+  void RequeueOrFail(ActiveJob& job, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishJob(ActiveJob& job, v1::JobState state, int32_t exit_code,
+                 const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CancelAttemptNodes(int64_t job_id, int32_t attempt,
+                          const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnNodeStatus(WorkerEntry& worker, const v1::NodeStatus& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnProgress(const v1::ProgressReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetIfDone(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<NodeView> NodeViews() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int32_t PickMasterPort(const std::string& worker_id, int64_t job_id,
+                         int32_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckCouldEverFit(const v1::JobSpec& spec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Worker WorkerView(const WorkerEntry& entry)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Send(const std::string& worker_id, v1::SchedulerMessage message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ++version_; }
+
+  JobStore* const store_;
+  const SchedulerOptions options_;
+  LogStore logs_;
+
+  absl::Mutex mu_;
+  std::map<int64_t, ActiveJob> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread loop_;
+};
+
+}  // namespace tupa::scheduler
+
+#endif  // TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_

@@ -1,0 +1,294 @@
+// SchedulerCore: worker sessions, leases, node status and fencing.
+#include <glog/logging.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/service/scheduler_core.h"
+
+namespace tupa::scheduler {
+
+using google::protobuf::util::TimeUtil;
+
+absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
+    const v1::Hello& hello) {
+  if (hello.worker_id().empty())
+    return absl::InvalidArgumentError("hello.worker_id: must not be empty");
+  for (const v1::Device& d : hello.devices())
+    if (d.gpu_type().empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("hello.devices[", d.index(), "].gpu_type: empty"));
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("scheduler is shutting down");
+  WorkerEntry& entry = workers_[hello.worker_id()];
+  if (entry.session) entry.session->Close();  // a newer stream replaces it
+  const bool was_draining = entry.info.state() == v1::WORKER_STATE_DRAINING;
+  v1::Worker info;
+  info.set_id(hello.worker_id());
+  info.set_region(hello.region());
+  info.set_instance_id(hello.instance_id());
+  *info.mutable_labels() = hello.labels();
+  *info.mutable_devices() = hello.devices();
+  info.set_cpu(hello.cpu());
+  info.set_memory_bytes(hello.memory_bytes());
+  info.set_address(hello.address());
+  info.set_state(was_draining ? v1::WORKER_STATE_DRAINING : v1::WORKER_STATE_UP);
+  *info.mutable_connected_at() = TimeUtil::GetCurrentTime();
+  absl::Status stored = store_->UpsertWorker(info);
+  if (!stored.ok()) return stored;
+  entry.info = std::move(info);
+  entry.last_seen = absl::Now();
+  entry.session =
+      std::make_shared<WorkerSession>(hello.worker_id(), next_session_++);
+
+  v1::SchedulerMessage welcome;
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(options_.heartbeat_interval)));
+  entry.session->Push(std::move(welcome));
+
+  // Reconcile: the worker keeps only nodes of current attempts placed on
+  // it; nodes we placed there that it does not run are gone.
+  std::set<AllocKey> reported;
+  for (const v1::RunningAttempt& r : hello.running()) {
+    AllocKey key{r.job_id(), r.attempt(), r.node_rank()};
+    auto a = allocs_.find(key);
+    auto j = jobs_.find(r.job_id());
+    const bool current = a != allocs_.end() &&
+                         a->second.worker_id == hello.worker_id() &&
+                         j != jobs_.end() && !j->second.terminal &&
+                         j->second.job.attempt() == r.attempt();
+    if (current) {
+      reported.insert(key);
+      a->second.running = true;
+      continue;
+    }
+    v1::SchedulerMessage cancel;
+    cancel.mutable_cancel()->set_job_id(r.job_id());
+    cancel.mutable_cancel()->set_attempt(r.attempt());
+    cancel.mutable_cancel()->set_reason("stale attempt");
+    entry.session->Push(std::move(cancel));
+    if (a != allocs_.end() && a->second.worker_id == hello.worker_id())
+      reported.insert(key);  // keep holding its devices until it exits
+  }
+  std::vector<AllocKey> gone;
+  for (const auto& [key, a] : allocs_)
+    if (a.worker_id == hello.worker_id() && !reported.count(key))
+      gone.push_back(key);
+  for (const AllocKey& key : gone) {
+    allocs_.erase(key);
+    const auto [job_id, attempt, node] = key;
+    store_->CloseAllocation(job_id, attempt, node).IgnoreError();
+    auto j = jobs_.find(job_id);
+    if (j != jobs_.end() && !j->second.terminal &&
+        j->second.job.attempt() == attempt)
+      RequeueOrFail(j->second, absl::StrCat("worker ", hello.worker_id(),
+                                            " restarted without node ", node));
+    ForgetIfDone(job_id);
+  }
+  LOG(INFO) << "worker " << hello.worker_id() << " connected ("
+            << hello.devices_size() << " devices, " << hello.running_size()
+            << " running)";
+  wake_ = true;
+  Changed();
+  return entry.session;
+}
+
+void SchedulerCore::DisconnectWorker(
+    const std::shared_ptr<WorkerSession>& session) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(session->worker_id());
+  if (it == workers_.end() || it->second.session != session) return;
+  // The lease (last_seen) keeps running: a worker that reconnects in time
+  // keeps its jobs.
+  it->second.session = nullptr;
+  LOG(INFO) << "worker " << session->worker_id() << " disconnected";
+  Changed();
+}
+
+void SchedulerCore::WorkerLost(const std::string& id,
+                               const std::string& reason) {
+  WorkerEntry& w = workers_[id];
+  w.info.set_state(v1::WORKER_STATE_LOST);
+  store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
+  if (w.session) {
+    w.session->Close();
+    w.session = nullptr;
+  }
+  LOG(WARNING) << reason;
+  std::vector<AllocKey> lost;
+  for (const auto& [key, a] : allocs_)
+    if (a.worker_id == id) lost.push_back(key);
+  for (const AllocKey& key : lost) {
+    allocs_.erase(key);
+    const auto [job_id, attempt, node] = key;
+    store_->CloseAllocation(job_id, attempt, node).IgnoreError();
+    auto j = jobs_.find(job_id);
+    if (j != jobs_.end() && !j->second.terminal &&
+        j->second.job.attempt() == attempt)
+      RequeueOrFail(j->second, reason);
+    ForgetIfDone(job_id);
+  }
+  Changed();
+}
+
+void SchedulerCore::HandleWorkerMessage(
+    const std::shared_ptr<WorkerSession>& session,
+    const v1::WorkerMessage& message) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(session->worker_id());
+  if (it == workers_.end() || it->second.session != session) return;
+  WorkerEntry& worker = it->second;
+  worker.last_seen = absl::Now();
+  switch (message.msg_case()) {
+    case v1::WorkerMessage::kHeartbeat:
+      for (const v1::Device& sample : message.heartbeat().devices())
+        for (v1::Device& d : *worker.info.mutable_devices())
+          if (d.index() == sample.index()) {
+            d.set_utilization(sample.utilization());
+            d.set_memory_used_bytes(sample.memory_used_bytes());
+          }
+      break;
+    case v1::WorkerMessage::kNodeStatus:
+      OnNodeStatus(worker, message.node_status());
+      break;
+    case v1::WorkerMessage::kProgress:
+      OnProgress(message.progress());
+      break;
+    case v1::WorkerMessage::kLog: {
+      const v1::LogData& log = message.log();
+      absl::Status s =
+          logs_.Append(log.job_id(), log.attempt(), log.rank(), log.data());
+      if (!s.ok()) LOG(WARNING) << s;
+      Changed();
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
+                                 const v1::NodeStatus& status) {
+  const AllocKey key{status.job_id(), status.attempt(), status.node_rank()};
+  auto a = allocs_.find(key);
+  if (a == allocs_.end() || a->second.worker_id != worker.info.id()) {
+    // Not ours (any more): make sure it stops.
+    if (status.state() == v1::NODE_STATE_RUNNING) {
+      v1::SchedulerMessage cancel;
+      cancel.mutable_cancel()->set_job_id(status.job_id());
+      cancel.mutable_cancel()->set_attempt(status.attempt());
+      cancel.mutable_cancel()->set_reason("stale attempt");
+      worker.session->Push(std::move(cancel));
+    }
+    return;
+  }
+  auto j = jobs_.find(status.job_id());
+  const bool current = j != jobs_.end() && !j->second.terminal &&
+                       j->second.job.attempt() == status.attempt();
+  if (status.state() == v1::NODE_STATE_RUNNING) {
+    a->second.running = true;
+    if (!current || j->second.job.state() != v1::JOB_STATE_ASSIGNED) return;
+    for (auto it = allocs_.lower_bound({status.job_id(), status.attempt(), 0});
+         it != allocs_.end() && std::get<0>(it->first) == status.job_id() &&
+         std::get<1>(it->first) == status.attempt();
+         ++it)
+      if (!it->second.running) return;  // the gang is not complete yet
+    if (absl::Status s = store_->MarkRunning(status.job_id(), status.attempt());
+        !s.ok()) {
+      LOG(WARNING) << "marking job " << status.job_id() << " running: " << s;
+      return;
+    }
+    j->second.job.set_state(v1::JOB_STATE_RUNNING);
+    *j->second.job.mutable_started_at() = TimeUtil::GetCurrentTime();
+    Changed();
+    return;
+  }
+  if (status.state() != v1::NODE_STATE_EXITED) return;
+  allocs_.erase(a);
+  store_->CloseAllocation(status.job_id(), status.attempt(), status.node_rank())
+      .IgnoreError();
+  Changed();
+  if (current) {
+    ActiveJob& job = j->second;
+    if (status.exit_code() != 0) {
+      FinishJob(job, v1::JOB_STATE_FAILED, status.exit_code(),
+                status.message().empty()
+                    ? absl::StrCat("node ", status.node_rank(), " exited with ",
+                                   status.exit_code())
+                    : status.message());
+    } else if (++job.nodes_succeeded >=
+               std::max(1, job.job.spec().resources().nodes())) {
+      FinishJob(job, v1::JOB_STATE_SUCCEEDED, 0, "");
+    }
+  }
+  ForgetIfDone(status.job_id());
+  wake_ = true;
+}
+
+void SchedulerCore::OnProgress(const v1::ProgressReport& report) {
+  auto j = jobs_.find(report.job_id());
+  if (j == jobs_.end() || j->second.job.attempt() != report.attempt()) return;
+  ActiveJob& job = j->second;
+  v1::Progress progress = report.progress();
+  *progress.mutable_updated_at() = TimeUtil::GetCurrentTime();
+  *job.job.mutable_progress() = progress;
+  const absl::Time now = absl::Now();
+  // Bounded write rate; a final accuracy is always written.
+  if (now - job.progress_written > absl::Seconds(2) ||
+      progress.test_accuracy() > 0) {
+    job.progress_written = now;
+    store_->UpdateProgress(report.job_id(), report.attempt(), progress)
+        .IgnoreError();
+  }
+  Changed();
+}
+
+v1::Worker SchedulerCore::WorkerView(const WorkerEntry& entry) {
+  v1::Worker w = entry.info;
+  *w.mutable_last_seen() =
+      TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(entry.last_seen));
+  double allocated = 0;
+  std::set<int64_t> jobs;
+  for (const auto& [key, a] : allocs_) {
+    if (a.worker_id != entry.info.id()) continue;
+    allocated += a.share * static_cast<double>(a.devices.size());
+    jobs.insert(std::get<0>(key));
+  }
+  w.set_gpus_allocated(allocated);
+  for (int64_t id : jobs) w.add_running_jobs(id);
+  if (entry.session == nullptr && w.state() == v1::WORKER_STATE_UP)
+    w.set_state(v1::WORKER_STATE_UP);  // within its lease, reconnecting
+  return w;
+}
+
+std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Worker> out;
+  for (const auto& [id, entry] : workers_) {
+    const auto state = entry.info.state();
+    if (!include_offline && (state == v1::WORKER_STATE_LOST ||
+                             state == v1::WORKER_STATE_OFFLINE))
+      continue;
+    out.push_back(WorkerView(entry));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(id);
+  if (it == workers_.end())
+    return absl::NotFoundError(absl::StrCat("worker ", id, " not found"));
+  if (it->second.info.state() != v1::WORKER_STATE_UP &&
+      it->second.info.state() != v1::WORKER_STATE_DRAINING)
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", id, " is not up"));
+  absl::Status s = store_->SetWorkerState(id, v1::WORKER_STATE_DRAINING);
+  if (!s.ok()) return s;
+  it->second.info.set_state(v1::WORKER_STATE_DRAINING);
+  Changed();
+  return WorkerView(it->second);
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,67 @@
+// The gRPC services of tupa-scheduler: thin handlers that validate, call
+// one SchedulerCore function and convert its status (common/grpc_status.h).
+// Sync API: each streaming call (a worker's Connect, WatchJob, StreamLogs)
+// holds one server thread for its life.
+#ifndef TUPA_SCHEDULER_SERVICE_SERVICES_H_
+#define TUPA_SCHEDULER_SERVICE_SERVICES_H_
+
+#include "scheduler/service/scheduler_core.h"
+#include "tupa/v1/cluster.grpc.pb.h"
+#include "tupa/v1/job_service.grpc.pb.h"
+#include "tupa/v1/worker_protocol.grpc.pb.h"
+
+namespace tupa::scheduler {
+
+class JobServiceImpl final : public v1::JobService::Service {
+ public:
+  explicit JobServiceImpl(SchedulerCore* core) : core_(core) {}
+  grpc::Status SubmitJob(grpc::ServerContext* ctx,
+                         const v1::SubmitJobRequest* req,
+                         v1::SubmitJobResponse* resp) override;
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                      v1::Job* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext* ctx,
+                        const v1::ListJobsRequest* req,
+                        v1::ListJobsResponse* resp) override;
+  grpc::Status CancelJob(grpc::ServerContext* ctx,
+                         const v1::CancelJobRequest* req,
+                         v1::Job* resp) override;
+  grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                        grpc::ServerWriter<v1::Job>* writer) override;
+  grpc::Status StreamLogs(grpc::ServerContext* ctx,
+                          const v1::StreamLogsRequest* req,
+                          grpc::ServerWriter<v1::LogChunk>* writer) override;
+
+ private:
+  SchedulerCore* const core_;
+};
+
+class ClusterServiceImpl final : public v1::ClusterService::Service {
+ public:
+  explicit ClusterServiceImpl(SchedulerCore* core) : core_(core) {}
+  grpc::Status ListWorkers(grpc::ServerContext* ctx,
+                           const v1::ListWorkersRequest* req,
+                           v1::ListWorkersResponse* resp) override;
+  grpc::Status DrainWorker(grpc::ServerContext* ctx,
+                           const v1::DrainWorkerRequest* req,
+                           v1::Worker* resp) override;
+
+ private:
+  SchedulerCore* const core_;
+};
+
+class WorkerServiceImpl final : public v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(SchedulerCore* core) : core_(core) {}
+  grpc::Status Connect(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream)
+      override;
+
+ private:
+  SchedulerCore* const core_;
+};
+
+}  // namespace tupa::scheduler
+
+#endif  // TUPA_SCHEDULER_SERVICE_SERVICES_H_
