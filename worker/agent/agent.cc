@@ -1,0 +1,289 @@
+#include "worker/agent/agent.h"
+
+#include <glog/logging.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tupa/v1/worker_protocol.grpc.pb.h"
+#include "worker/agent/progress_parser.h"
+
+namespace tupa::worker {
+namespace {
+
+constexpr size_t kMaxQueuedLogs = 20000;
+constexpr size_t kLogChunk = 16 << 10;
+
+}  // namespace
+
+Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
+
+Agent::~Agent() {
+  Stop();
+  std::map<NodeKey, Node> nodes;
+  {
+    absl::MutexLock lock(&mu_);
+    nodes.swap(nodes_);
+  }
+  nodes.clear();  // NodeRunner destructors kill and reap the ranks
+}
+
+void Agent::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+}
+
+void Agent::Enqueue(v1::WorkerMessage message) {
+  absl::MutexLock lock(&mu_);
+  if (message.has_log() && outbox_.size() > kMaxQueuedLogs) return;
+  outbox_.push_back(std::move(message));
+}
+
+v1::WorkerMessage Agent::MakeHello() {
+  v1::WorkerMessage m;
+  v1::Hello* h = m.mutable_hello();
+  h->set_worker_id(options_.worker_id);
+  h->set_join_token(options_.join_token);
+  h->set_region(options_.region);
+  h->set_instance_id(options_.instance_id);
+  h->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  for (const auto& d : options_.devices) *h->add_devices() = d;
+  h->set_cpu(options_.cpu);
+  h->set_memory_bytes(options_.memory_bytes);
+  h->set_address(options_.advertise_addr);
+  h->set_version("0.1.0");
+  absl::MutexLock lock(&mu_);
+  for (const auto& [key, node] : nodes_) {
+    v1::RunningAttempt* r = h->add_running();
+    r->set_job_id(std::get<0>(key));
+    r->set_attempt(std::get<1>(key));
+    r->set_node_rank(std::get<2>(key));
+  }
+  return m;
+}
+
+void Agent::Run() {
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    const absl::Time began = absl::Now();
+    Session();
+    if (absl::Now() - began > absl::Seconds(10)) backoff = absl::Milliseconds(100);
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+}
+
+void Agent::Session() {
+  auto channel =
+      grpc::CreateChannel(options_.scheduler, grpc::InsecureChannelCredentials());
+  auto stub = v1::WorkerService::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->Connect(&ctx);
+  if (!stream->Write(MakeHello())) {
+    stream->WritesDone();
+    grpc::Status s = stream->Finish();
+    VLOG(1) << "scheduler " << options_.scheduler << " unreachable: "
+            << s.error_message();
+    return;
+  }
+  std::atomic<bool> broken{false};
+  std::thread reader([&] {
+    v1::SchedulerMessage m;
+    while (stream->Read(&m)) OnMessage(m);
+    broken = true;
+  });
+  absl::Time next_heartbeat = absl::Now();
+  while (!broken) {
+    v1::WorkerMessage out;
+    bool have = false;
+    absl::Duration heartbeat;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !outbox_.empty() || stopping_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(200));
+      if (!outbox_.empty()) {
+        out = outbox_.front();
+        have = true;
+      }
+      heartbeat = heartbeat_;
+    }
+    if (!have && absl::Now() >= next_heartbeat) {
+      out.mutable_heartbeat();
+      for (const auto& d : options_.devices) {
+        v1::Device* sample = out.mutable_heartbeat()->add_devices();
+        sample->set_index(d.index());
+      }
+      next_heartbeat = absl::Now() + heartbeat;
+      if (!stream->Write(out)) break;
+      continue;
+    }
+    if (!have) continue;
+    if (!stream->Write(out)) break;  // kept in the outbox for the next stream
+    absl::MutexLock lock(&mu_);
+    if (!outbox_.empty()) outbox_.pop_front();
+    if (out.has_node_status() &&
+        out.node_status().state() == v1::NODE_STATE_EXITED) {
+      const auto& s = out.node_status();
+      nodes_.erase(NodeKey{s.job_id(), s.attempt(), s.node_rank()});
+    }
+  }
+  ctx.TryCancel();
+  reader.join();
+  LOG(WARNING) << "stream to scheduler " << options_.scheduler
+               << " ended; reconnecting";
+}
+
+void Agent::OnMessage(const v1::SchedulerMessage& message) {
+  switch (message.msg_case()) {
+    case v1::SchedulerMessage::kWelcome: {
+      absl::MutexLock lock(&mu_);
+      if (message.welcome().heartbeat_interval_ms() > 0)
+        heartbeat_ = absl::Milliseconds(message.welcome().heartbeat_interval_ms());
+      LOG(INFO) << "connected to scheduler " << options_.scheduler << " as "
+                << options_.worker_id;
+      break;
+    }
+    case v1::SchedulerMessage::kAssign:
+      OnAssign(message.assign());
+      break;
+    case v1::SchedulerMessage::kCancel:
+      OnCancel(message.cancel());
+      break;
+    case v1::SchedulerMessage::kShutdown:
+      LOG(INFO) << "scheduler asked to shut down: " << message.shutdown().reason();
+      Stop();
+      break;
+    default:
+      break;
+  }
+}
+
+void Agent::OnAssign(const v1::Assign& assign) {
+  const NodeKey key{assign.job_id(), assign.attempt(), assign.node_rank()};
+  const std::string dir = absl::StrCat(options_.work_dir, "/jobs/",
+                                       assign.job_id(), "-", assign.attempt());
+  const std::string checkpoint_dir =
+      absl::StrCat(options_.checkpoint_root.empty()
+                       ? absl::StrCat(options_.work_dir, "/checkpoints")
+                       : options_.checkpoint_root,
+                   "/job-", assign.job_id());
+  absl::MutexLock lock(&mu_);
+  if (nodes_.count(key)) return;  // duplicate delivery
+  int32_t& newest = newest_attempt_[assign.job_id()];
+  if (assign.attempt() < newest) {
+    LOG(WARNING) << "refusing stale attempt " << assign.attempt() << " of job "
+                 << assign.job_id() << " (seen " << newest << ")";
+    return;
+  }
+  newest = assign.attempt();
+  // Older attempts of this job that still run here are fenced off.
+  for (auto& [k, node] : nodes_)
+    if (std::get<0>(k) == assign.job_id() && std::get<1>(k) < assign.attempt())
+      node.runner->Cancel("superseded by a newer attempt");
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(checkpoint_dir, ec);
+  RankPlanOptions plan;
+  plan.trainer_path = options_.trainer_path;
+  plan.spec_file = absl::StrCat(dir, "/job.json");
+  plan.checkpoint_dir = checkpoint_dir;
+  plan.emulated_devices =
+      !options_.devices.empty() && options_.devices[0].emulated();
+  plan.host_cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (assign.spec().has_train()) {
+    google::protobuf::util::JsonPrintOptions json;
+    json.preserve_proto_field_names = true;
+    std::string text;
+    (void)google::protobuf::util::MessageToJsonString(assign.spec(), &text, json);
+    std::ofstream(plan.spec_file) << text << "\n";
+  }
+  NodeRunnerOptions run;
+  run.ranks = PlanRanks(assign, plan);
+  run.log_dir = dir;
+  run.work_dir = dir;
+  run.kill_grace = options_.kill_grace;
+  if (assign.spec().max_runtime().seconds() > 0)
+    run.max_runtime = absl::Seconds(assign.spec().max_runtime().seconds());
+  run.on_output = [this, key](int rank, const std::string& data) {
+    OnRankOutput(key, rank, data);
+  };
+  run.on_started = [this, key] {
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(std::get<0>(key));
+    s->set_attempt(std::get<1>(key));
+    s->set_node_rank(std::get<2>(key));
+    s->set_state(v1::NODE_STATE_RUNNING);
+    Enqueue(std::move(m));
+  };
+  run.on_exit = [this, key](int code, const std::string& message) {
+    LOG(INFO) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key)
+              << " node " << std::get<2>(key) << " exited " << code
+              << (message.empty() ? "" : ": ") << message;
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(std::get<0>(key));
+    s->set_attempt(std::get<1>(key));
+    s->set_node_rank(std::get<2>(key));
+    s->set_state(v1::NODE_STATE_EXITED);
+    s->set_exit_code(code);
+    s->set_message(message);
+    Enqueue(std::move(m));
+  };
+  LOG(INFO) << "starting job " << assign.job_id() << " attempt "
+            << assign.attempt() << " node " << assign.node_rank() << " ("
+            << run.ranks.size() << " rank(s))";
+  Node& node = nodes_[key];
+  node.train = assign.spec().has_train();
+  node.runner = std::make_unique<NodeRunner>(std::move(run));
+  node.runner->Start();
+}
+
+void Agent::OnCancel(const v1::Cancel& cancel) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, node] : nodes_)
+    if (std::get<0>(key) == cancel.job_id() &&
+        std::get<1>(key) == cancel.attempt())
+      node.runner->Cancel(cancel.reason());
+}
+
+void Agent::OnRankOutput(const NodeKey& key, int rank, const std::string& data) {
+  for (size_t off = 0; off < data.size(); off += kLogChunk) {
+    v1::WorkerMessage m;
+    v1::LogData* log = m.mutable_log();
+    log->set_job_id(std::get<0>(key));
+    log->set_attempt(std::get<1>(key));
+    log->set_rank(rank);
+    log->set_data(data.substr(off, kLogChunk));
+    Enqueue(std::move(m));
+  }
+  if (rank != 0) return;
+  std::vector<v1::Progress> updates;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = nodes_.find(key);
+    if (it == nodes_.end() || !it->second.train) return;
+    updates = ExtractProgress(it->second.line_buffer, data);
+  }
+  for (const v1::Progress& p : updates) {
+    v1::WorkerMessage m;
+    m.mutable_progress()->set_job_id(std::get<0>(key));
+    m.mutable_progress()->set_attempt(std::get<1>(key));
+    *m.mutable_progress()->mutable_progress() = p;
+    Enqueue(std::move(m));
+  }
+}
+
+}  // namespace tupa::worker

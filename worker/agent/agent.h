@@ -1,0 +1,86 @@
+// Agent: tupa-worker's session with the scheduler.
+//
+// Keeps one Connect stream open (reconnecting with backoff), says hello
+// with its devices and the node attempts it still runs, sends heartbeats,
+// node status, progress and logs, and runs what it is assigned through
+// NodeRunner. Fencing: it refuses an Assign older than an attempt it has
+// already seen for that job, and a Cancel names the attempt it cancels.
+// A node is forgotten only once its EXITED status was written to a stream,
+// so a reconnecting worker still reports a node that ended while it was
+// disconnected. Thread-safe; Run() blocks until Stop().
+#ifndef TUPA_WORKER_AGENT_AGENT_H_
+#define TUPA_WORKER_AGENT_AGENT_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tupa/v1/worker_protocol.pb.h"
+#include "worker/agent/node_runner.h"
+
+namespace tupa::worker {
+
+struct AgentOptions {
+  std::string scheduler = "localhost:50051";
+  std::string worker_id;
+  std::string join_token;
+  std::string region;
+  std::string instance_id;
+  std::map<std::string, std::string> labels;
+  std::string advertise_addr = "127.0.0.1";
+  std::string work_dir = ".tupa-worker";
+  std::string checkpoint_root;  // shared by workers so attempts can resume
+  std::string trainer_path;     // tupa-train
+  std::vector<v1::Device> devices;
+  double cpu = 0;
+  int64_t memory_bytes = 0;
+  absl::Duration kill_grace = absl::Seconds(5);
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent();
+
+  // Serves until Stop(); reconnects whenever the stream breaks.
+  void Run();
+  void Stop();
+
+ private:
+  using NodeKey = std::tuple<int64_t, int32_t, int32_t>;  // job, attempt, node
+
+  struct Node {
+    std::unique_ptr<NodeRunner> runner;
+    bool train = false;
+    std::string line_buffer;  // rank 0 output, for progress lines
+    bool exited = false;
+  };
+
+  // One stream's life; returns when it breaks or on Stop().
+  void Session();
+  void OnMessage(const v1::SchedulerMessage& message);
+  void OnAssign(const v1::Assign& assign);
+  void OnCancel(const v1::Cancel& cancel);
+  void OnRankOutput(const NodeKey& key, int rank, const std::string& data);
+  void Enqueue(v1::WorkerMessage message);
+  v1::WorkerMessage MakeHello();
+
+  const AgentOptions options_;
+  absl::Mutex mu_;
+  std::map<NodeKey, Node> nodes_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, int32_t> newest_attempt_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::WorkerMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tupa::worker
+
+#endif  // TUPA_WORKER_AGENT_AGENT_H_

@@ -1,0 +1,225 @@
+#include "worker/agent/node_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace tupa::worker {
+namespace {
+
+struct Spawned {
+  int pid = -1;
+  int out_fd = -1;
+};
+
+// Builds argv/envp before fork: the child only calls async-signal-safe
+// functions between fork and exec.
+Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
+                  std::string* error) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : rank.env) env[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(absl::StrCat(k, "=", v));
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = rank.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    *error = absl::StrCat("pipe: ", std::strerror(errno));
+    return {};
+  }
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = absl::StrCat("fork: ", std::strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return {};
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the worker died already
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (!work_dir.empty() && chdir(work_dir.c_str()) != 0) _exit(126);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execvpe(argv[0], argv.data(), envp.data());
+    const char msg[] = "tupa-worker: cannot execute the command\n";
+    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also from the parent: no race with kill(-pid)
+  close(fds[1]);
+  return {pid, fds[0]};
+}
+
+std::string DescribeStatus(int global_rank, int status) {
+  if (WIFSIGNALED(status))
+    return absl::StrCat("rank ", global_rank, " killed by signal ",
+                        WTERMSIG(status));
+  return absl::StrCat("rank ", global_rank, " exited with code ",
+                      WEXITSTATUS(status));
+}
+
+int ExitCode(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+NodeRunner::NodeRunner(NodeRunnerOptions options)
+    : options_(std::move(options)) {}
+
+NodeRunner::~NodeRunner() {
+  Cancel("worker shutting down");
+  if (thread_.joinable()) thread_.join();
+}
+
+void NodeRunner::Start() {
+  // Forking from this long-lived thread matters: PR_SET_PDEATHSIG fires
+  // when the thread that forked exits.
+  thread_ = std::thread([this] { Supervise(); });
+}
+
+void NodeRunner::Cancel(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) return;
+  cancelled_ = true;
+  cancel_reason_ = reason;
+}
+
+std::vector<int> NodeRunner::pids() {
+  absl::MutexLock lock(&mu_);
+  return pids_;
+}
+
+void NodeRunner::KillAll(int signal) {
+  absl::MutexLock lock(&mu_);
+  for (int pid : pids_)
+    if (pid > 0) kill(-pid, signal);
+}
+
+void NodeRunner::Supervise() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.log_dir, ec);
+  const size_t n = options_.ranks.size();
+  std::vector<Spawned> spawned(n);
+  std::vector<std::thread> readers;
+  std::string failure;
+  int exit_code = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::string error;
+    spawned[i] = SpawnRank(options_.ranks[i], options_.work_dir, &error);
+    if (spawned[i].pid < 0) {
+      failure = absl::StrCat("rank ", options_.ranks[i].global_rank,
+                             " could not start: ", error);
+      exit_code = 127;
+      break;
+    }
+    absl::MutexLock lock(&mu_);
+    pids_.push_back(spawned[i].pid);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (spawned[i].pid < 0) continue;
+    const int rank = options_.ranks[i].global_rank;
+    const int fd = spawned[i].out_fd;
+    const std::string path =
+        absl::StrCat(options_.log_dir, "/rank-", rank, ".log");
+    readers.emplace_back([this, rank, fd, path] {
+      std::ofstream log(path, std::ios::app | std::ios::binary);
+      char buf[16384];
+      ssize_t got;
+      while ((got = read(fd, buf, sizeof(buf))) > 0 ||
+             (got < 0 && errno == EINTR)) {
+        if (got <= 0) continue;
+        std::string data(buf, static_cast<size_t>(got));
+        log << data;
+        log.flush();
+        if (options_.on_output) options_.on_output(rank, data);
+      }
+      close(fd);
+    });
+  }
+  if (failure.empty() && options_.on_started) options_.on_started();
+  if (!failure.empty()) KillAll(SIGKILL);
+
+  const absl::Time start = absl::Now();
+  absl::Time kill_deadline = absl::InfiniteFuture();
+  size_t alive = 0;
+  for (const auto& s : spawned) alive += s.pid > 0;
+  std::vector<bool> done(n, false);
+  while (alive > 0) {
+    for (size_t i = 0; i < n; ++i) {
+      if (done[i] || spawned[i].pid < 0) continue;
+      int status = 0;
+      pid_t r = waitpid(spawned[i].pid, &status, WNOHANG);
+      if (r != spawned[i].pid) continue;
+      done[i] = true;
+      --alive;
+      if (ExitCode(status) != 0 && failure.empty()) {
+        failure = DescribeStatus(options_.ranks[i].global_rank, status);
+        exit_code = ExitCode(status);
+        KillAll(SIGTERM);  // one rank failed: the node fails
+        kill_deadline = absl::Now() + options_.kill_grace;
+      }
+    }
+    if (alive == 0) break;
+    std::string reason;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_) reason = cancel_reason_;
+    }
+    if (failure.empty() && !reason.empty()) {
+      failure = absl::StrCat("cancelled: ", reason);
+      exit_code = 143;
+      KillAll(SIGTERM);
+      kill_deadline = absl::Now() + options_.kill_grace;
+    }
+    if (failure.empty() && options_.max_runtime > absl::ZeroDuration() &&
+        absl::Now() - start > options_.max_runtime) {
+      failure = absl::StrCat("max_runtime exceeded (",
+                             absl::FormatDuration(options_.max_runtime), ")");
+      exit_code = 124;
+      KillAll(SIGTERM);
+      kill_deadline = absl::Now() + options_.kill_grace;
+    }
+    if (absl::Now() > kill_deadline) {
+      KillAll(SIGKILL);
+      kill_deadline = absl::InfiniteFuture();
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  // Ranks are gone; kill stragglers left in their groups so pipes close.
+  KillAll(SIGKILL);
+  for (auto& t : readers) t.join();
+  if (options_.on_exit) options_.on_exit(exit_code, failure);
+}
+
+}  // namespace tupa::worker

@@ -1,0 +1,121 @@
+#include "worker/agent/node_runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/synchronization/notification.h"
+
+namespace tupa::worker {
+namespace {
+
+struct Result {
+  absl::Notification done;
+  int code = -1;
+  std::string message;
+};
+
+NodeRunnerOptions Options(std::vector<std::vector<std::string>> argvs,
+                          Result* result) {
+  NodeRunnerOptions o;
+  for (size_t i = 0; i < argvs.size(); ++i) {
+    RankProcess r;
+    r.global_rank = static_cast<int>(i);
+    r.argv = argvs[i];
+    r.env["TUPA_TEST_RANK"] = std::to_string(i);
+    o.ranks.push_back(r);
+  }
+  o.log_dir = testing::TempDir() + "/node_runner_" +
+              testing::UnitTest::GetInstance()->current_test_info()->name();
+  o.kill_grace = absl::Seconds(1);
+  o.on_exit = [result](int code, const std::string& message) {
+    result->code = code;
+    result->message = message;
+    result->done.Notify();
+  };
+  return o;
+}
+
+// Whether any live (non-zombie) process belongs to process group `pgid`.
+bool GroupHasLiveMembers(int pgid) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (sscanf(line.c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) != 3)
+      continue;
+    if (pgrp == pgid && state != 'Z') return true;
+  }
+  return false;
+}
+
+bool Alive(int pid) { return GroupHasLiveMembers(pid); }
+
+TEST(NodeRunner, AllRanksSucceedAndLogPerRank) {
+  Result result;
+  auto o = Options({{"sh", "-c", "echo hello from $TUPA_TEST_RANK"},
+                    {"sh", "-c", "echo hello from $TUPA_TEST_RANK"}},
+                   &result);
+  NodeRunner runner(o);
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 0);
+  std::ifstream log(o.log_dir + "/rank-1.log");
+  std::string line;
+  std::getline(log, line);
+  EXPECT_EQ(line, "hello from 1");
+}
+
+TEST(NodeRunner, OneFailingRankKillsTheOthers) {
+  Result result;
+  NodeRunner runner(Options({{"sh", "-c", "exit 3"}, {"sleep", "300"}}, &result));
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 3);
+  EXPECT_EQ(result.message, "rank 0 exited with code 3");
+  for (int pid : runner.pids()) EXPECT_FALSE(Alive(pid));
+}
+
+TEST(NodeRunner, CancelKillsEveryProcessGroupIncludingChildren) {
+  Result result;
+  // Each rank starts a grandchild in its group; both must die.
+  NodeRunner runner(Options({{"sh", "-c", "sleep 300 & sleep 300; wait"},
+                             {"sh", "-c", "trap '' TERM; sleep 300"}},
+                            &result));
+  runner.Start();
+  absl::SleepFor(absl::Milliseconds(300));
+  runner.Cancel("user asked");
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.message, "cancelled: user asked");
+  for (int pid : runner.pids()) {
+    EXPECT_FALSE(GroupHasLiveMembers(pid)) << "group " << pid << " lives on";
+  }
+}
+
+TEST(NodeRunner, MaxRuntimeKillsTheNode) {
+  Result result;
+  auto o = Options({{"sleep", "300"}}, &result);
+  o.max_runtime = absl::Milliseconds(300);
+  NodeRunner runner(o);
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 124);
+  EXPECT_NE(result.message.find("max_runtime exceeded"), std::string::npos);
+}
+
+TEST(NodeRunner, MissingProgramFailsWith127) {
+  Result result;
+  NodeRunner runner(Options({{"/nonexistent/program"}}, &result));
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 127);
+}
+
+}  // namespace
+}  // namespace tupa::worker

@@ -1,0 +1,78 @@
+#include "worker/agent/rank_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace tupa::worker {
+namespace {
+
+v1::Assign TwoNodeAssign(int node_rank) {
+  v1::Assign a;
+  a.set_job_id(7);
+  a.set_attempt(2);
+  a.mutable_spec()->add_command("python");
+  a.mutable_spec()->add_command("train.py");
+  a.mutable_spec()->mutable_env()->insert({"FOO", "bar"});
+  a.set_node_rank(node_rank);
+  a.set_nnodes(2);
+  a.add_device_indexes(2);
+  a.add_device_indexes(3);
+  a.set_master_addr("10.0.0.5");
+  a.set_master_port(29600);
+  a.set_world_size(4);
+  a.set_first_rank(node_rank * 2);
+  return a;
+}
+
+TEST(PlanRanks, PerGpuGivesEachDeviceARankWithTheLauncherEnvironment) {
+  RankPlanOptions options;
+  options.checkpoint_dir = "/ckpt/job-7";
+  auto ranks = PlanRanks(TwoNodeAssign(1), options);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].env.at("RANK"), "2");
+  EXPECT_EQ(ranks[1].env.at("RANK"), "3");
+  EXPECT_EQ(ranks[1].env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(ranks[1].env.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(ranks[0].env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(ranks[0].env.at("NODE_RANK"), "1");
+  EXPECT_EQ(ranks[0].env.at("NNODES"), "2");
+  EXPECT_EQ(ranks[0].env.at("MASTER_ADDR"), "10.0.0.5");
+  EXPECT_EQ(ranks[0].env.at("MASTER_PORT"), "29600");
+  EXPECT_EQ(ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "3");
+  EXPECT_EQ(ranks[0].env.at("TUPA_JOB_ID"), "7");
+  EXPECT_EQ(ranks[0].env.at("TUPA_ATTEMPT"), "2");
+  EXPECT_EQ(ranks[0].env.at("TUPA_CHECKPOINT_DIR"), "/ckpt/job-7");
+  EXPECT_EQ(ranks[0].env.at("FOO"), "bar");
+  EXPECT_EQ(ranks[0].argv, (std::vector<std::string>{"python", "train.py"}));
+}
+
+TEST(PlanRanks, PerNodeRunsOneProcessSeeingAllDevices) {
+  v1::Assign a = TwoNodeAssign(0);
+  a.mutable_spec()->set_launch(v1::LAUNCH_MODE_PER_NODE);
+  a.set_world_size(2);
+  auto ranks = PlanRanks(a, {});
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "2,3");
+  EXPECT_EQ(ranks[0].env.at("LOCAL_WORLD_SIZE"), "1");
+}
+
+TEST(PlanRanks, TrainJobsRunTheTrainerPerDeviceOnTheCpuBackendWhenEmulated) {
+  v1::Assign a = TwoNodeAssign(0);
+  a.mutable_spec()->clear_command();
+  a.mutable_spec()->mutable_train()->set_batch_size(32);
+  a.mutable_spec()->set_launch(v1::LAUNCH_MODE_PER_NODE);  // ignored
+  RankPlanOptions options;
+  options.trainer_path = "/bin/tupa-train";
+  options.spec_file = "/w/job.json";
+  options.emulated_devices = true;
+  options.host_cpus = 4;
+  auto ranks = PlanRanks(a, options);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].argv[0], "/bin/tupa-train");
+  EXPECT_EQ(ranks[0].argv.back(), "cpu");
+  EXPECT_EQ(ranks[0].env.at("OPENBLAS_NUM_THREADS"), "2");
+  EXPECT_EQ(ranks[0].env.at("TUPA_EMULATED_DEVICES"), "1");
+}
+
+}  // namespace
+}  // namespace tupa::worker

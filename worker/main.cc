@@ -1,0 +1,121 @@
+// tupa-worker: flags -> AgentOptions -> Agent::Run() until SIGTERM/SIGINT.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_split.h"
+#include "common/logging.h"
+#include "worker/agent/agent.h"
+#include "worker/devices/devices.h"
+
+ABSL_FLAG(std::string, scheduler, "localhost:50051", "scheduler address");
+ABSL_FLAG(std::string, id, "", "worker id (default: the host name)");
+ABSL_FLAG(std::string, join_token_file, "",
+          "file holding the join token (or env TUPA_JOIN_TOKEN)");
+ABSL_FLAG(std::string, region, "", "region, e.g. sa-east-1");
+ABSL_FLAG(std::string, instance_id, "", "cloud instance id");
+ABSL_FLAG(std::string, labels, "", "k=v,k=v labels jobs can select");
+ABSL_FLAG(int, emulated_gpus, 0,
+          "advertise N emulated devices backed by the CPU trainer backend");
+ABSL_FLAG(std::string, emulated_gpu_type, "EMU", "type of emulated devices");
+ABSL_FLAG(std::string, gpu_type, "", "override the detected GPU type");
+ABSL_FLAG(std::string, advertise_addr, "127.0.0.1",
+          "address other nodes reach this one at (MASTER_ADDR)");
+ABSL_FLAG(std::string, work_dir, ".tupa-worker", "job directories and logs");
+ABSL_FLAG(std::string, checkpoint_root, "",
+          "checkpoint root shared by workers (default: <work_dir>/checkpoints)");
+ABSL_FLAG(std::string, metrics_listen, ":9465",
+          "Prometheus /metrics address (planned)");
+ABSL_FLAG(std::string, trainer, "", "tupa-train path (default: beside this binary)");
+ABSL_FLAG(int, kill_grace_s, 5, "seconds between SIGTERM and SIGKILL");
+
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+int64_t HostMemory() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  absl::SetProgramUsageMessage("tupa-worker: runs ranks of jobs on this host");
+  absl::ParseCommandLine(argc, argv);
+  tupa::InitLogging(argv[0]);
+
+  tupa::worker::DeviceOptions devices;
+  devices.emulated_gpus = absl::GetFlag(FLAGS_emulated_gpus);
+  devices.emulated_gpu_type = absl::GetFlag(FLAGS_emulated_gpu_type);
+  devices.gpu_type_override = absl::GetFlag(FLAGS_gpu_type);
+  if (devices.emulated_gpus < 0 || devices.emulated_gpus > 1024) {
+    std::cerr << "tupa-worker: --emulated-gpus must be between 0 and 1024\n";
+    return 2;
+  }
+  auto found = tupa::worker::DiscoverDevices(devices);
+  if (!found.ok()) {
+    std::cerr << "tupa-worker: " << found.status() << "\n";
+    return 1;
+  }
+
+  tupa::worker::AgentOptions options;
+  options.scheduler = absl::GetFlag(FLAGS_scheduler);
+  options.worker_id = absl::GetFlag(FLAGS_id).empty() ? HostName()
+                                                      : absl::GetFlag(FLAGS_id);
+  if (const char* env = std::getenv("TUPA_JOIN_TOKEN")) options.join_token = env;
+  options.region = absl::GetFlag(FLAGS_region);
+  options.instance_id = absl::GetFlag(FLAGS_instance_id);
+  for (absl::string_view kv :
+       absl::StrSplit(absl::GetFlag(FLAGS_labels), ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    if (p.first.empty()) {
+      std::cerr << "tupa-worker: --labels: bad entry \"" << kv << "\"\n";
+      return 2;
+    }
+    options.labels[p.first] = p.second;
+  }
+  options.advertise_addr = absl::GetFlag(FLAGS_advertise_addr);
+  options.work_dir = std::filesystem::absolute(absl::GetFlag(FLAGS_work_dir));
+  if (!absl::GetFlag(FLAGS_checkpoint_root).empty())
+    options.checkpoint_root =
+        std::filesystem::absolute(absl::GetFlag(FLAGS_checkpoint_root));
+  options.trainer_path = absl::GetFlag(FLAGS_trainer);
+  if (options.trainer_path.empty())
+    options.trainer_path =
+        (std::filesystem::read_symlink("/proc/self/exe").parent_path() /
+         "tupa-train")
+            .string();
+  options.devices = std::move(*found);
+  options.cpu = std::thread::hardware_concurrency();
+  options.memory_bytes = HostMemory();
+  options.kill_grace = absl::Seconds(absl::GetFlag(FLAGS_kill_grace_s));
+
+  tupa::worker::Agent agent(std::move(options));
+  std::thread runner([&] { agent.Run(); });
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    agent.Stop();
+  });
+  runner.join();
+  // Run() returns after Stop() (a signal or a Shutdown from the scheduler).
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return 0;
+}
