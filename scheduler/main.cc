@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "common/flag_names.h"
 #include "common/logging.h"
 #include "common/quantity.h"
 #include "scheduler/service/server.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   absl::SetProgramUsageMessage("tupa-scheduler: accepts and places jobs");
+  tupa::NormalizeFlagNames(argc, argv);
   absl::ParseCommandLine(argc, argv);
   tupa::InitLogging(argv[0]);
 

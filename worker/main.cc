@@ -11,6 +11,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_split.h"
+#include "common/flag_names.h"
 #include "common/logging.h"
 #include "worker/agent/agent.h"
 #include "worker/devices/devices.h"
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   absl::SetProgramUsageMessage("tupa-worker: runs ranks of jobs on this host");
+  tupa::NormalizeFlagNames(argc, argv);
   absl::ParseCommandLine(argc, argv);
   tupa::InitLogging(argv[0]);
 

@@ -91,6 +91,11 @@ ClusterState::ClusterState(const std::vector<NodeView>& nodes, Policy policy)
     nodes_.push_back(std::move(node));
   }
   cpu_norm_ = static_cast<double>(max_cpu);
+  for (const Node& n : nodes_) {
+    if (n.schedulable) {
+      mem_norm_ = std::max(mem_norm_, static_cast<double>(n.mem_total));
+    }
+  }
   gpu_norm_ = static_cast<double>(max_devices) * kMilliPerGpu;
   by_type_.resize(num_types() + 1);
   for (int p = 0; p < static_cast<int>(pools_.size()); ++p) Index(p);
@@ -407,6 +412,8 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
       0.5 * static_cast<double>(gpu_free - demand.GpuMilliPerNode()) /
           gpu_norm_;
   const bool use_frag = policy_ == Policy::kTupa && !frag_.empty();
+  // kTupa breaks fragmentation ties by best fit over all three resources.
+  const double fit3 = fit + 0.5 * static_cast<double>(mem_left) / mem_norm_;
   const int n = static_cast<int>(c.sorted_free.size());
   double before = 0;
   if (use_frag) {
@@ -442,7 +449,7 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
       s.primary =
           frag_.Frag(after.data(), n, pool.type_id, cpu_left, mem_left) -
           before;
-      s.secondary = fit;
+      s.secondary = fit3;
     } else {
       s.primary = fit;
     }
@@ -467,6 +474,7 @@ PendingReason ClusterState::EverFits(
     if (node.cpu_total >= demand.cpu_milli && node.mem_total >= demand.memory &&
         LabelsMatch(pool.node, labels)) {
       ++fits;  // a node with two matching pools counts twice; rare, benign
+      if (fits >= demand.nodes) break;
     }
   }
   if (demand.count > 0 && demand.types != kAnyType && type_ok == 0) {

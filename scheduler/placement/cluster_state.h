@@ -149,7 +149,7 @@ class ClusterState {
   std::vector<Class> classes_;
   std::unordered_map<std::string, int> class_ids_;
   std::vector<std::vector<int>> by_type_;  // slot -> non-empty class ids
-  double cpu_norm_ = 1, gpu_norm_ = 1;
+  double cpu_norm_ = 1, gpu_norm_ = 1, mem_norm_ = 1;
   int64_t total_gpu_milli_ = 0, free_gpu_milli_ = 0;
 };
 

@@ -145,6 +145,8 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
   bool blocked_all = false;  // no backfill: nothing passes the first waiter
   std::vector<char> blocked(state.num_nodes(), 0);
   FailureCache failures;
+  std::map<std::tuple<int, int, uint64_t, int, int64_t, int64_t>, PendingReason>
+      ever_fits;
   std::vector<int> waiting;  // unplaced, in queue order
   std::vector<std::optional<Demand>> demands(pending.size());
 
@@ -155,8 +157,20 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
     demands[idx] = state.MakeDemand(job.gpus, job.cpu, job.memory,
                                     job.gpu_types, job.nodes);
     const std::optional<Demand>& demand = demands[idx];
-    info.reason = demand.has_value() ? state.EverFits(*demand, job.labels)
-                                     : PendingReason::kNeverFits;
+    info.reason = PendingReason::kNeverFits;
+    if (demand.has_value() && job.labels.empty()) {
+      // Cached: the answer depends on the request only.
+      const auto key =
+          std::make_tuple(demand->milli, demand->count, demand->types,
+                          demand->nodes, demand->cpu_milli, demand->memory);
+      auto it = ever_fits.find(key);
+      if (it == ever_fits.end()) {
+        it = ever_fits.emplace(key, state.EverFits(*demand, job.labels)).first;
+      }
+      info.reason = it->second;
+    } else if (demand.has_value()) {
+      info.reason = state.EverFits(*demand, job.labels);
+    }
     if (info.reason != PendingReason::kNone) {
       plan.pending[job.job_id] = info;  // waiting on nothing we can change
       continue;

@@ -19,6 +19,57 @@ extern char** environ;
 namespace tupa::worker {
 namespace {
 
+// The signal a rank's shim gets when the worker dies (PR_SET_PDEATHSIG).
+constexpr int kWorkerDiedSignal = SIGUSR2;
+
+void KillOwnGroup(int) { kill(0, SIGKILL); }
+
+// Runs in the forked child; only async-signal-safe calls. The child becomes
+// a small shim that leads the rank's process group: it ignores SIGTERM (meant
+// for the rank), forks and execs the rank, mirrors its exit status, and when
+// the worker dies (even by SIGKILL) it kills the whole group, so no rank or
+// rank child outlives its worker. PR_SET_PDEATHSIG alone would only reach
+// the direct child.
+[[noreturn]] void RunShim(pid_t parent, int out_fd, const std::string& work_dir,
+                          char* const* argv, char* const* envp) {
+  setpgid(0, 0);
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGTERM, &ignore, nullptr);
+  sigaction(SIGINT, &ignore, nullptr);
+  struct sigaction die = {};
+  die.sa_handler = KillOwnGroup;
+  sigaction(kWorkerDiedSignal, &die, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  prctl(PR_SET_PDEATHSIG, kWorkerDiedSignal);
+  if (getppid() != parent) kill(0, SIGKILL);  // the worker died already
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(out_fd, STDERR_FILENO);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  if (!work_dir.empty() && chdir(work_dir.c_str()) != 0) _exit(126);
+  pid_t rank = fork();
+  if (rank < 0) _exit(127);
+  if (rank == 0) {
+    struct sigaction dfl = {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTERM, &dfl, nullptr);
+    sigaction(SIGINT, &dfl, nullptr);
+    sigaction(kWorkerDiedSignal, &dfl, nullptr);
+    execvpe(argv[0], argv, envp);
+    const char msg[] = "tupa-worker: cannot execute the command\n";
+    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(rank, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
+  _exit(WEXITSTATUS(status));
+}
+
 struct Spawned {
   int pid = -1;
   int out_fd = -1;
@@ -57,23 +108,7 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
     close(fds[1]);
     return {};
   }
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the worker died already
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    if (!work_dir.empty() && chdir(work_dir.c_str()) != 0) _exit(126);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execvpe(argv[0], argv.data(), envp.data());
-    const char msg[] = "tupa-worker: cannot execute the command\n";
-    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    _exit(127);
-  }
+  if (pid == 0) RunShim(parent, fds[1], work_dir, argv.data(), envp.data());
   setpgid(pid, pid);  // also from the parent: no race with kill(-pid)
   close(fds[1]);
   return {pid, fds[0]};
@@ -83,6 +118,10 @@ std::string DescribeStatus(int global_rank, int status) {
   if (WIFSIGNALED(status))
     return absl::StrCat("rank ", global_rank, " killed by signal ",
                         WTERMSIG(status));
+  // The shim reports a rank killed by signal N as 128 + N.
+  if (WEXITSTATUS(status) > 128)
+    return absl::StrCat("rank ", global_rank, " killed by signal ",
+                        WEXITSTATUS(status) - 128);
   return absl::StrCat("rank ", global_rank, " exited with code ",
                       WEXITSTATUS(status));
 }

@@ -4,7 +4,7 @@
 
 namespace tupa::trainer::cuda {
 
-absl::Status CudaStatus(cudaError_t error, std::string_view what) {
+absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
   std::string message = absl::StrCat(what, ": ", cudaGetErrorName(error), " (",
                                      cudaGetErrorString(error), ")");
@@ -26,7 +26,7 @@ absl::Status CudaStatus(cudaError_t error, std::string_view what) {
   }
 }
 
-absl::Status CublasStatus(cublasStatus_t status, std::string_view what) {
+absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   std::string message =
       absl::StrCat(what, ": cuBLAS status ", static_cast<int>(status));
@@ -45,7 +45,7 @@ absl::Status CublasStatus(cublasStatus_t status, std::string_view what) {
   }
 }
 
-absl::Status NcclStatus(ncclResult_t result, std::string_view what) {
+absl::Status NcclStatus(ncclResult_t result, absl::string_view what) {
   if (result == ncclSuccess) return absl::OkStatus();
   std::string message =
       absl::StrCat(what, ": NCCL ", ncclGetErrorString(result));
@@ -63,7 +63,7 @@ absl::Status NcclStatus(ncclResult_t result, std::string_view what) {
   }
 }
 
-absl::Status LaunchStatus(std::string_view kernel) {
+absl::Status LaunchStatus(absl::string_view kernel) {
   return CudaStatus(cudaGetLastError(), kernel);
 }
 

@@ -15,25 +15,24 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <string_view>
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace tupa::trainer::cuda {
 
 // Returns OK for cudaSuccess, otherwise an error naming `what` and the CUDA
 // error string.
-absl::Status CudaStatus(cudaError_t error, std::string_view what);
+absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 
 // Returns OK for CUBLAS_STATUS_SUCCESS.
-absl::Status CublasStatus(cublasStatus_t status, std::string_view what);
+absl::Status CublasStatus(cublasStatus_t status, absl::string_view what);
 
 // Returns OK for ncclSuccess.
-absl::Status NcclStatus(ncclResult_t result, std::string_view what);
+absl::Status NcclStatus(ncclResult_t result, absl::string_view what);
 
 // Returns the error of the most recent kernel launch on this thread
 // (cudaGetLastError), naming `kernel`.
-absl::Status LaunchStatus(std::string_view kernel);
+absl::Status LaunchStatus(absl::string_view kernel);
 
 }  // namespace tupa::trainer::cuda
 

@@ -1,0 +1,203 @@
+#include "client/cli.h"
+
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/args.h"
+#include "client/commands.h"
+#include "client/exit_codes.h"
+#include "common/quantity.h"
+#include "common/status_macros.h"
+
+namespace tupa::client {
+namespace {
+
+struct Command {
+  const char* name;
+  const char* synopsis;
+  const char* summary;
+  void (*add_flags)(FlagSet&);
+  absl::Status (*run)(CommandContext&, const ParsedArgs&);
+  // Default retry window for UNAVAILABLE; --retry-for overrides it.
+  absl::Duration retry_for;
+};
+
+void NoFlags(FlagSet&) {}
+
+const Command kCommands[] = {
+    {"submit", "tupa submit [-f job.yaml] [flags] [-- CMD ARGS]",
+     "submit a job", AddSubmitFlags, RunSubmit, absl::Seconds(60)},
+    {"list", "tupa list [--state S] [--user U] [--team T] [--limit N]",
+     "list jobs", AddListFlags, RunList, absl::ZeroDuration()},
+    {"get", "tupa get JOB", "show one job", NoFlags, RunGet,
+     absl::ZeroDuration()},
+    {"logs", "tupa logs [-f] [--rank R] [--attempt A] JOB",
+     "print (and follow) a job's logs", AddLogsFlags, RunLogs,
+     absl::ZeroDuration()},
+    {"cancel", "tupa cancel JOB [--reason TEXT]", "cancel a job",
+     AddCancelFlags, RunCancel, absl::ZeroDuration()},
+    {"wait", "tupa wait JOB [--timeout D]",
+     "wait for a job to end; exit 0 only if it SUCCEEDED", NoFlags, RunWait,
+     absl::Seconds(60)},
+    {"workers", "tupa workers [--all]", "list workers", AddWorkersFlags,
+     RunWorkers, absl::ZeroDuration()},
+    {"drain", "tupa drain WORKER", "stop placing new work on a worker", NoFlags,
+     RunDrain, absl::ZeroDuration()},
+};
+
+const Command* FindCommand(absl::string_view name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+FlagSet CommandFlags(const Command& command) {
+  FlagSet flags(command.synopsis);
+  command.add_flags(flags);
+  flags.AddValue("output", "FORMAT", "table (default) or json", "o")
+      .AddValue("scheduler", "HOST:PORT",
+                "scheduler address (env TUPA_SCHEDULER, default "
+                "localhost:50051)")
+      .AddValue("timeout", "D",
+                "deadline per call (default 30s; wait: how long to wait)")
+      .AddValue("retry-for", "D",
+                "keep retrying an unreachable scheduler this long")
+      .AddBool("help", "show this help", "h");
+  return flags;
+}
+
+std::string GeneralUsage() {
+  std::string text =
+      "usage: tupa COMMAND [flags]\n\n"
+      "Runs and inspects jobs on a tupa cluster.\n\ncommands:\n";
+  for (const Command& c : kCommands)
+    absl::StrAppend(&text, "  ", c.name, std::string(10 - strlen(c.name), ' '),
+                    c.summary, "\n");
+  absl::StrAppend(&text,
+                  "  version   print the version\n"
+                  "  help      show help (tupa help COMMAND)\n\n"
+                  "environment: TUPA_SCHEDULER (host:port), TUPA_TOKEN "
+                  "(bearer token)\n"
+                  "exit codes: 0 ok, 1 failed, 2 bad usage, 3 not found, "
+                  "4 permission denied, 5 scheduler unreachable\n");
+  return text;
+}
+
+// Splits `args` into the command name and the rest, letting the shared
+// flags come before the command (`tupa --scheduler H:P list`).
+std::pair<std::string, std::vector<std::string>> SplitCommand(
+    const std::vector<std::string>& args) {
+  static const Command kShared = {"",      "",      "",
+                                  NoFlags, nullptr, absl::ZeroDuration()};
+  const FlagSet flags = CommandFlags(kShared);
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") break;
+    if (absl::StartsWith(word, "-") && word.size() > 1) {
+      rest.push_back(word);
+      if (flags.TakesSeparateValue(word) && i + 1 < args.size())
+        rest.push_back(args[++i]);
+      continue;
+    }
+    rest.insert(rest.end(), args.begin() + i + 1, args.end());
+    return {word, rest};
+  }
+  return {"", args};
+}
+
+absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,
+                            const Command& command, CommandContext& context) {
+  ConnectionOptions& c = context.connection;
+  c.target = parsed.Value(
+      "scheduler", env.scheduler.empty() ? kDefaultScheduler : env.scheduler);
+  if (c.target.empty())
+    return absl::InvalidArgumentError("--scheduler: must not be empty");
+  c.token = env.token;
+  if (parsed.Has("timeout")) {
+    ASSIGN_OR_RETURN(absl::Duration d,
+                     ParseDuration(parsed.Value("timeout"), "--timeout"));
+    if (d <= absl::ZeroDuration())
+      return absl::InvalidArgumentError("--timeout: must be positive");
+    context.timeout_flag = d;
+    c.call_timeout = d;
+  }
+  c.retry_for = command.retry_for;
+  if (parsed.Has("retry-for")) {
+    ASSIGN_OR_RETURN(c.retry_for,
+                     ParseDuration(parsed.Value("retry-for"), "--retry-for"));
+  }
+  ASSIGN_OR_RETURN(context.output, ParseOutputFormat(parsed.Value("output")));
+  return absl::OkStatus();
+}
+
+int Fail(std::ostream& err, const absl::Status& status) {
+  err << "tupa: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, const CliEnvironment& env,
+           std::ostream& out, std::ostream& err) {
+  auto [name, rest] = SplitCommand(args);
+  if (name.empty()) {
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+      out << GeneralUsage();
+      return kExitOk;
+    }
+    if (!args.empty() && args[0] == "--version")
+      name = "version";
+    else {
+      err << GeneralUsage();
+      return kExitUsage;
+    }
+  }
+  if (name == "version") {
+    out << "tupa " << kVersion << "\n";
+    return kExitOk;
+  }
+  if (name == "help") {
+    if (rest.empty()) {
+      out << GeneralUsage();
+      return kExitOk;
+    }
+    const Command* command = FindCommand(rest[0]);
+    if (command == nullptr) {
+      return Fail(err,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "unknown command \"", rest[0], "\" (see tupa help)")));
+    }
+    out << CommandFlags(*command).Usage();
+    return kExitOk;
+  }
+  const Command* command = FindCommand(name);
+  if (command == nullptr) {
+    return Fail(err, absl::InvalidArgumentError(absl::StrCat(
+                         "unknown command \"", name, "\" (see tupa help)")));
+  }
+  const FlagSet flags = CommandFlags(*command);
+  absl::StatusOr<ParsedArgs> parsed = flags.Parse(rest);
+  if (!parsed.ok()) return Fail(err, parsed.status());
+  if (parsed->Bool("help")) {
+    out << flags.Usage();
+    return kExitOk;
+  }
+  CommandContext context;
+  context.out = &out;
+  context.err = &err;
+  context.now = absl::Now();
+  if (absl::Status s = ResolveContext(*parsed, env, *command, context);
+      !s.ok()) {
+    return Fail(err, s);
+  }
+  const absl::Status status = command->run(context, *parsed);
+  out.flush();
+  if (!status.ok()) return Fail(err, status);
+  return kExitOk;
+}
+
+}  // namespace tupa::client

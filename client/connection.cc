@@ -1,0 +1,78 @@
+#include "client/connection.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+
+namespace tupa::client {
+namespace {
+
+constexpr absl::Duration kFirstBackoff = absl::Milliseconds(100);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
+
+bool IsRetryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+}  // namespace
+
+absl::Duration NextBackoff(absl::Duration current) {
+  if (current < kFirstBackoff) return kFirstBackoff;
+  return std::min(current * 2, kMaxBackoff);
+}
+
+Connection::Connection(ConnectionOptions options)
+    : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  // Reconnect quickly after a scheduler restart; the defaults back off to
+  // two minutes, far longer than a CLI call lives.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  channel_ = grpc::CreateCustomChannel(
+      options_.target, grpc::InsecureChannelCredentials(), args);
+  jobs_ = v1::JobService::NewStub(channel_);
+  cluster_ = v1::ClusterService::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::NewContext(
+    absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (timeout != absl::InfiniteDuration())
+    context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  if (!options_.token.empty())
+    context->AddMetadata("authorization",
+                         absl::StrCat("Bearer ", options_.token));
+  return context;
+}
+
+absl::Status Connection::Call(
+    const std::function<grpc::Status(grpc::ClientContext*)>& rpc) {
+  const absl::Time give_up = absl::Now() + options_.retry_for;
+  absl::Duration backoff = absl::ZeroDuration();
+  while (true) {
+    std::unique_ptr<grpc::ClientContext> context =
+        NewContext(options_.call_timeout);
+    const grpc::Status status = rpc(context.get());
+    if (!IsRetryable(status.error_code())) return Convert(status);
+    backoff = NextBackoff(backoff);
+    const absl::Time now = absl::Now();
+    if (now + backoff > give_up) return Convert(status);
+    absl::SleepFor(backoff);
+  }
+}
+
+absl::Status Connection::Convert(const grpc::Status& status) const {
+  const absl::Status converted = FromGrpcStatus(status);
+  if (!IsRetryable(status.error_code())) return converted;
+  return absl::Status(
+      converted.code(),
+      absl::StrCat(
+          "scheduler at ", options_.target, " unreachable: ",
+          converted.message().empty() ? "no response" : converted.message()));
+}
+
+}  // namespace tupa::client

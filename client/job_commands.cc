@@ -1,0 +1,120 @@
+// tupa cancel, tupa wait: change and follow one job.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/commands.h"
+#include "client/exit_codes.h"
+#include "client/job_format.h"
+#include "common/quantity.h"
+#include "common/status_macros.h"
+
+namespace tupa::client {
+namespace {
+
+bool IsRetryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE;
+}
+
+// How a terminal job ends `tupa wait`: SUCCEEDED is OK, the rest fail.
+absl::Status WaitResult(CommandContext& context, const v1::Job& job) {
+  if (context.output == OutputFormat::kJson) *context.out << ToJson(job);
+  if (job.state() == v1::JOB_STATE_SUCCEEDED) {
+    if (context.output == OutputFormat::kTable)
+      *context.out << "job " << job.id() << " SUCCEEDED\n";
+    return absl::OkStatus();
+  }
+  std::string message =
+      absl::StrCat("job ", job.id(), " ", JobStateName(job.state()));
+  if (job.state() == v1::JOB_STATE_FAILED)
+    absl::StrAppend(&message, " (exit code ", job.exit_code(), ")");
+  if (!job.message().empty()) absl::StrAppend(&message, ": ", job.message());
+  return OperationFailedError(message);
+}
+
+}  // namespace
+
+void AddCancelFlags(FlagSet& flags) {
+  flags.AddValue("reason", "TEXT", "recorded as the job's message");
+}
+
+absl::Status RunCancel(CommandContext& context, const ParsedArgs& args) {
+  ASSIGN_OR_RETURN(std::string word, OnePositional(args, "JOB"));
+  v1::CancelJobRequest request;
+  ASSIGN_OR_RETURN(int64_t id, ParseJobId(word));
+  request.set_id(id);
+  request.set_reason(args.Value("reason"));
+  Connection connection(context.connection);
+  v1::Job job;
+  RETURN_IF_ERROR(connection.Call([&](grpc::ClientContext* call) {
+    job.Clear();
+    return connection.jobs().CancelJob(call, request, &job);
+  }));
+  if (context.output == OutputFormat::kJson) {
+    *context.out << ToJson(job);
+  } else {
+    *context.out << "job " << id << " " << JobStateName(job.state()) << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// Follows WatchJob until the job is terminal. A broken stream is reopened
+// (the scheduler may restart) while the scheduler has been unreachable for
+// less than the retry window; --timeout bounds the whole wait (default:
+// no limit).
+absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
+  ASSIGN_OR_RETURN(std::string word, OnePositional(args, "JOB"));
+  v1::GetJobRequest request;
+  ASSIGN_OR_RETURN(int64_t id, ParseJobId(word));
+  request.set_id(id);
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = context.timeout_flag.has_value()
+                                  ? start + *context.timeout_flag
+                                  : absl::InfiniteFuture();
+  Connection connection(context.connection);
+  v1::Job last;
+  bool seen = false;
+  absl::Time unreachable_since = absl::InfiniteFuture();
+  absl::Duration backoff = absl::ZeroDuration();
+  while (true) {
+    std::unique_ptr<grpc::ClientContext> call = connection.NewContext(
+        deadline == absl::InfiniteFuture() ? absl::InfiniteDuration()
+                                           : deadline - absl::Now());
+    std::unique_ptr<grpc::ClientReader<v1::Job>> reader =
+        connection.jobs().WatchJob(call.get(), request);
+    v1::Job job;
+    while (reader->Read(&job)) {
+      last = job;
+      seen = true;
+      unreachable_since = absl::InfiniteFuture();
+      backoff = absl::ZeroDuration();
+      if (IsTerminal(job.state())) {
+        call->TryCancel();
+        reader->Finish().ok();  // CANCELLED by us; nothing to report
+        return WaitResult(context, job);
+      }
+    }
+    const grpc::Status status = reader->Finish();
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return OperationFailedError(absl::StrCat(
+          "timed out after ", HumanDuration(now - start), " waiting for job ",
+          id,
+          seen ? absl::StrCat(" (still ", JobStateName(last.state()), ")")
+               : ""));
+    }
+    if (!status.ok() && !IsRetryable(status.error_code()))
+      return connection.Convert(status);
+    if (!status.ok()) {
+      unreachable_since = std::min(unreachable_since, now);
+      if (now - unreachable_since >= context.connection.retry_for)
+        return connection.Convert(status);
+    }
+    // The stream ended without a terminal state (scheduler restart or a
+    // clean close): back off and watch again.
+    backoff = NextBackoff(backoff);
+    absl::SleepFor(std::min(backoff, deadline - now));
+  }
+}
+
+}  // namespace tupa::client

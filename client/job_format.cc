@@ -1,0 +1,232 @@
+#include "client/job_format.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/output.h"
+#include "common/quantity.h"
+
+namespace tupa::client {
+namespace {
+
+constexpr absl::string_view kStatePrefix = "JOB_STATE_";
+constexpr size_t kMessageWidth = 48;
+
+std::string OrDash(absl::string_view s) {
+  return s.empty() ? "-" : std::string(s);
+}
+
+std::string FormatLoss(double loss) { return absl::StrFormat("%.4g", loss); }
+
+std::string LaunchName(v1::LaunchMode mode) {
+  return mode == v1::LAUNCH_MODE_PER_NODE ? "per-node" : "per-gpu";
+}
+
+std::string ResourcesLine(const v1::Resources& r) {
+  const int nodes = r.nodes() > 0 ? r.nodes() : 1;
+  std::string s = absl::StrCat(FormatCount(r.gpus()), " GPU x ", nodes,
+                               nodes == 1 ? " node" : " nodes");
+  if (r.gpu_type_size() > 0)
+    absl::StrAppend(&s, ", type ", absl::StrJoin(r.gpu_type(), "|"));
+  if (r.cpu() > 0) absl::StrAppend(&s, ", cpu ", FormatCount(r.cpu()));
+  if (r.memory_bytes() > 0)
+    absl::StrAppend(&s, ", memory ", HumanMemory(r.memory_bytes()));
+  for (const auto& [k, v] : r.labels()) absl::StrAppend(&s, ", ", k, "=", v);
+  return s;
+}
+
+std::string TrainLine(const v1::TrainSpec& t) {
+  std::string s = absl::StrCat(t.model().type(), " [",
+                               absl::StrJoin(t.model().layers(), ","), "]");
+  if (!t.data().format().empty())
+    absl::StrAppend(&s, ", data ", t.data().format(), " ", t.data().path());
+  absl::StrAppend(&s, ", batch ", t.batch_size());
+  if (t.epochs() > 0) absl::StrAppend(&s, ", epochs ", t.epochs());
+  if (t.steps() > 0) absl::StrAppend(&s, ", steps ", t.steps());
+  absl::StrAppend(&s, ", ", t.optimizer().name(), " lr ",
+                  absl::StrFormat("%g", t.optimizer().lr()), ", ",
+                  t.precision());
+  return s;
+}
+
+std::string ProgressLine(const v1::Progress& p, absl::Time now) {
+  std::string s = absl::StrCat("step ", p.step(), ", epoch ", p.epoch(),
+                               ", loss ", FormatLoss(p.loss()));
+  if (p.samples_per_s() > 0)
+    absl::StrAppend(&s, ", ", absl::StrFormat("%.0f", p.samples_per_s()),
+                    " samples/s");
+  if (p.test_accuracy() > 0)
+    absl::StrAppend(&s, ", test accuracy ",
+                    absl::StrFormat("%.2f%%", 100 * p.test_accuracy()));
+  if (p.has_updated_at())
+    absl::StrAppend(&s, " (", HumanAgo(ToTime(p.updated_at()), now), ")");
+  return s;
+}
+
+}  // namespace
+
+std::string JobStateName(v1::JobState state) {
+  return StripEnumPrefix(v1::JobState_Name(state), kStatePrefix);
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
+}
+
+absl::StatusOr<std::vector<v1::JobState>> ParseJobStates(
+    absl::string_view text) {
+  std::vector<v1::JobState> out;
+  for (absl::string_view word :
+       absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(word));
+    if (absl::StartsWith(name, kStatePrefix))
+      name = name.substr(kStatePrefix.size());
+    if (name == "CANCELED") name = "CANCELLED";
+    std::vector<v1::JobState> matches;
+    for (int i = v1::JobState_MIN + 1; i <= v1::JobState_MAX; ++i) {
+      if (!v1::JobState_IsValid(i)) continue;
+      const auto state = static_cast<v1::JobState>(i);
+      const std::string full = JobStateName(state);
+      if (full == name) {
+        matches = {state};
+        break;
+      }
+      if (absl::StartsWith(full, name)) matches.push_back(state);
+    }
+    if (matches.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--state: unknown state \"", word,
+          "\" (pending, assigned, running, succeeded, failed, cancelled)"));
+    }
+    out.push_back(matches[0]);
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError("--state: needs at least one state");
+  return out;
+}
+
+absl::StatusOr<int64_t> ParseJobId(absl::string_view text) {
+  int64_t id;
+  if (!absl::SimpleAtoi(text, &id) || id <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JOB: bad job id \"", text, "\" (a positive integer)"));
+  }
+  return id;
+}
+
+std::string JobGpus(const v1::JobSpec& spec) {
+  const int nodes = spec.resources().nodes();
+  std::string gpus = FormatCount(spec.resources().gpus());
+  if (nodes <= 1) return gpus;
+  return absl::StrCat(gpus, "x", nodes);
+}
+
+std::string JobProgress(const v1::Job& job) {
+  const v1::Progress& p = job.progress();
+  if (p.step() == 0 && p.test_accuracy() == 0) return "";
+  std::string s = absl::StrCat("step ", p.step());
+  if (p.test_accuracy() > 0) {
+    absl::StrAppend(&s, " acc ",
+                    absl::StrFormat("%.1f%%", 100 * p.test_accuracy()));
+  } else if (p.loss() != 0) {
+    absl::StrAppend(&s, " loss ", FormatLoss(p.loss()));
+  }
+  return s;
+}
+
+std::string JobAgeOrRuntime(const v1::Job& job, absl::Time now) {
+  const absl::Time created = ToTime(job.created_at());
+  const absl::Time started = ToTime(job.started_at());
+  const absl::Time finished = ToTime(job.finished_at());
+  if (started != absl::InfinitePast()) {
+    const absl::Time end = finished != absl::InfinitePast() ? finished : now;
+    return HumanDuration(std::max(end - started, absl::ZeroDuration()));
+  }
+  if (created == absl::InfinitePast()) return "";
+  const absl::Time end = finished != absl::InfinitePast() ? finished : now;
+  return HumanDuration(std::max(end - created, absl::ZeroDuration()));
+}
+
+std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now) {
+  Table table({"ID", "NAME", "USER", "TEAM", "STATE", "ATTEMPT", "GPUS",
+               "AGE/RUNTIME", "PROGRESS", "MESSAGE"});
+  for (const v1::Job& job : jobs) {
+    table.AddRow({absl::StrCat(job.id()), OrDash(job.spec().name()),
+                  OrDash(job.spec().user()), OrDash(job.spec().team()),
+                  JobStateName(job.state()), absl::StrCat(job.attempt()),
+                  JobGpus(job.spec()), JobAgeOrRuntime(job, now),
+                  JobProgress(job), Truncate(job.message(), kMessageWidth)});
+  }
+  return table.Render();
+}
+
+std::string RenderJobDetails(const v1::Job& job, absl::Time now) {
+  const v1::JobSpec& spec = job.spec();
+  std::vector<std::pair<std::string, std::string>> kv;
+  kv.emplace_back("id", absl::StrCat(job.id()));
+  kv.emplace_back("name", OrDash(spec.name()));
+  kv.emplace_back("user", OrDash(spec.user()));
+  kv.emplace_back("team", OrDash(spec.team()));
+  kv.emplace_back("state", JobStateName(job.state()));
+  kv.emplace_back("attempt", absl::StrCat(job.attempt(), " (retries ",
+                                          spec.retries(), ")"));
+  kv.emplace_back("priority", absl::StrCat(spec.priority()));
+  kv.emplace_back("resources", ResourcesLine(spec.resources()));
+  kv.emplace_back("launch", LaunchName(spec.launch()));
+  if (spec.has_train()) {
+    kv.emplace_back("train", TrainLine(spec.train()));
+  } else {
+    kv.emplace_back("command", absl::StrJoin(spec.command(), " "));
+  }
+  for (const auto& [k, v] : spec.env())
+    kv.emplace_back("env", absl::StrCat(k, "=", v));
+  if (spec.has_max_runtime())
+    kv.emplace_back("max_runtime",
+                    HumanDuration(absl::Seconds(spec.max_runtime().seconds())));
+  if (!spec.max_cost().empty()) kv.emplace_back("max_cost", spec.max_cost());
+  for (const auto& [key, ts] :
+       {std::make_pair("created", &job.created_at()),
+        std::make_pair("started", &job.started_at()),
+        std::make_pair("finished", &job.finished_at())}) {
+    const absl::Time t = ToTime(*ts);
+    if (t == absl::InfinitePast()) continue;
+    kv.emplace_back(key,
+                    absl::StrCat(FormatUtc(t), " (", HumanAgo(t, now), ")"));
+  }
+  if (job.has_started_at())
+    kv.emplace_back("runtime", JobAgeOrRuntime(job, now));
+  if (IsTerminal(job.state()))
+    kv.emplace_back("exit_code", absl::StrCat(job.exit_code()));
+  if (!job.message().empty()) kv.emplace_back("message", job.message());
+  if (job.has_progress() &&
+      (job.progress().step() > 0 || job.progress().test_accuracy() > 0))
+    kv.emplace_back("progress", ProgressLine(job.progress(), now));
+  if (!job.idempotency_key().empty())
+    kv.emplace_back("idempotency_key", job.idempotency_key());
+
+  size_t width = 0;
+  for (const auto& [k, v] : kv) width = std::max(width, k.size());
+  std::string out;
+  for (const auto& [k, v] : kv)
+    absl::StrAppend(&out, k, ":", std::string(width - k.size() + 2, ' '), v,
+                    "\n");
+  if (job.placements_size() > 0) {
+    absl::StrAppend(&out, "placements:\n");
+    Table table({"  NODE", "WORKER", "DEVICES"});
+    for (const v1::Placement& p : job.placements()) {
+      table.AddRow({absl::StrCat("  ", p.node_rank()), p.worker_id(),
+                    OrDash(absl::StrJoin(p.device_indexes(), ","))});
+    }
+    absl::StrAppend(&out, table.Render());
+  }
+  return out;
+}
+
+}  // namespace tupa::client

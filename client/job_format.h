@@ -1,0 +1,51 @@
+// How jobs look in the CLI's tables and `get` blocks, and how users name
+// job states on the command line. Pure; thread-safe.
+#ifndef TUPA_CLIENT_JOB_FORMAT_H_
+#define TUPA_CLIENT_JOB_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "tupa/v1/job.pb.h"
+
+namespace tupa::client {
+
+// "RUNNING" for JOB_STATE_RUNNING.
+std::string JobStateName(v1::JobState state);
+
+// True for SUCCEEDED, FAILED and CANCELLED.
+bool IsTerminal(v1::JobState state);
+
+// Parses `--state` values: a comma-separated list of state names in any
+// case, with or without the JOB_STATE_ prefix, or a unique prefix of one
+// ("run", "succ"); "canceled" is accepted too. Errors name --state.
+absl::StatusOr<std::vector<v1::JobState>> ParseJobStates(
+    absl::string_view text);
+
+// Parses a JOB argument (a positive integer id). Errors name JOB.
+absl::StatusOr<int64_t> ParseJobId(absl::string_view text);
+
+// "2" for a one-node job, "2x4" (GPUs per node x nodes) for a gang.
+std::string JobGpus(const v1::JobSpec& spec);
+
+// "step 120 loss 0.4312", "step 500 acc 88.1%", or "" without progress.
+std::string JobProgress(const v1::Job& job);
+
+// How long the job has run (runtime) once started, else how long it has
+// waited (age). "" when the job has no creation time.
+std::string JobAgeOrRuntime(const v1::Job& job, absl::Time now);
+
+// The `list` table: ID NAME USER TEAM STATE ATTEMPT GPUS AGE/RUNTIME
+// PROGRESS MESSAGE.
+std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now);
+
+// The `get` block: one "key: value" line per field, placements and
+// progress included.
+std::string RenderJobDetails(const v1::Job& job, absl::Time now);
+
+}  // namespace tupa::client
+
+#endif  // TUPA_CLIENT_JOB_FORMAT_H_

@@ -1,0 +1,144 @@
+#include "client/job_format.h"
+
+#include <gtest/gtest.h>
+
+#include "client/worker_format.h"
+
+namespace tupa::client {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1'700'000'000);
+
+void SetTime(google::protobuf::Timestamp* ts, absl::Time t) {
+  ts->set_seconds(absl::ToUnixSeconds(t));
+}
+
+TEST(JobStatesTest, AcceptsAnyCaseWithOrWithoutPrefixAndShortForms) {
+  auto states =
+      ParseJobStates("running, PENDING,job_state_failed,succ,canceled");
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_EQ(*states, (std::vector<v1::JobState>{
+                         v1::JOB_STATE_RUNNING, v1::JOB_STATE_PENDING,
+                         v1::JOB_STATE_FAILED, v1::JOB_STATE_SUCCEEDED,
+                         v1::JOB_STATE_CANCELLED}));
+}
+
+TEST(JobStatesTest, UnknownStateNamesTheFlag) {
+  auto states = ParseJobStates("sleeping");
+  ASSERT_FALSE(states.ok());
+  EXPECT_NE(states.status().message().find("--state"), std::string::npos);
+  EXPECT_FALSE(ParseJobStates("unspecified").ok());
+  EXPECT_FALSE(ParseJobStates(",").ok());
+}
+
+TEST(JobIdTest, PositiveIntegersOnly) {
+  EXPECT_EQ(*ParseJobId("42"), 42);
+  EXPECT_FALSE(ParseJobId("0").ok());
+  EXPECT_FALSE(ParseJobId("-1").ok());
+  EXPECT_FALSE(ParseJobId("4x").ok());
+}
+
+TEST(JobFormatTest, StateNamesDropTheEnumPrefix) {
+  EXPECT_EQ(JobStateName(v1::JOB_STATE_RUNNING), "RUNNING");
+  EXPECT_TRUE(IsTerminal(v1::JOB_STATE_CANCELLED));
+  EXPECT_FALSE(IsTerminal(v1::JOB_STATE_ASSIGNED));
+}
+
+TEST(JobFormatTest, ProgressShowsAccuracyOrLoss) {
+  v1::Job job;
+  EXPECT_EQ(JobProgress(job), "");
+  job.mutable_progress()->set_step(120);
+  job.mutable_progress()->set_loss(0.43125);
+  EXPECT_EQ(JobProgress(job), "step 120 loss 0.4313");
+  job.mutable_progress()->set_test_accuracy(0.881);
+  EXPECT_EQ(JobProgress(job), "step 120 acc 88.1%");
+}
+
+TEST(JobFormatTest, RuntimeOnceStartedElseAge) {
+  v1::Job job;
+  SetTime(job.mutable_created_at(), kNow - absl::Minutes(10));
+  EXPECT_EQ(JobAgeOrRuntime(job, kNow), "10m00s");
+  SetTime(job.mutable_started_at(), kNow - absl::Seconds(90));
+  EXPECT_EQ(JobAgeOrRuntime(job, kNow), "1m30s");
+  SetTime(job.mutable_finished_at(), kNow - absl::Seconds(60));
+  EXPECT_EQ(JobAgeOrRuntime(job, kNow), "30s");
+}
+
+TEST(JobFormatTest, JobsTableIsAligned) {
+  v1::Job a;
+  a.set_id(7);
+  a.set_state(v1::JOB_STATE_RUNNING);
+  a.set_attempt(2);
+  a.mutable_spec()->set_name("fmnist");
+  a.mutable_spec()->set_user("ana");
+  a.mutable_spec()->set_team("vision");
+  a.mutable_spec()->mutable_resources()->set_gpus(2);
+  a.mutable_spec()->mutable_resources()->set_nodes(2);
+  SetTime(a.mutable_started_at(), kNow - absl::Seconds(5));
+  v1::Job b;
+  b.set_id(12);
+  b.set_state(v1::JOB_STATE_FAILED);
+  b.set_attempt(1);
+  b.set_message("rank 0\nexited with code 1");
+  b.mutable_spec()->mutable_resources()->set_gpus(0.5);
+  b.mutable_spec()->mutable_resources()->set_nodes(1);
+  EXPECT_EQ(RenderJobsTable({a, b}, kNow),
+            "ID  NAME    USER  TEAM    STATE    ATTEMPT  GPUS  AGE/RUNTIME  "
+            "PROGRESS  MESSAGE\n"
+            "7   fmnist  ana   vision  RUNNING  2        2x2   5s\n"
+            "12  -       -     -       FAILED   1        0.5                "
+            "          rank 0 exited with code 1\n");
+}
+
+TEST(JobFormatTest, DetailsIncludePlacementsProgressAndExitCode) {
+  v1::Job job;
+  job.set_id(3);
+  job.set_state(v1::JOB_STATE_FAILED);
+  job.set_exit_code(137);
+  job.set_message("killed");
+  job.mutable_spec()->add_command("python");
+  job.mutable_spec()->add_command("train.py");
+  job.mutable_spec()->mutable_resources()->set_gpus(1);
+  SetTime(job.mutable_created_at(), kNow - absl::Minutes(3));
+  job.mutable_progress()->set_step(10);
+  job.mutable_progress()->set_epoch(1);
+  job.mutable_progress()->set_loss(1.5);
+  job.mutable_progress()->set_samples_per_s(2048);
+  job.mutable_progress()->set_test_accuracy(0.5);
+  v1::Placement* p = job.add_placements();
+  p->set_worker_id("worker-2");
+  p->set_node_rank(0);
+  p->add_device_indexes(3);
+  const std::string text = RenderJobDetails(job, kNow);
+  EXPECT_NE(text.find("exit_code:  137\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("command:    python train.py\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(3m ago)"), std::string::npos) << text;
+  EXPECT_NE(text.find("2048 samples/s, test accuracy 50.00%"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("worker-2"), std::string::npos) << text;
+}
+
+TEST(WorkerFormatTest, WorkersTableShowsAllocationTypesAndJobs) {
+  v1::Worker w;
+  w.set_id("worker-1");
+  w.set_state(v1::WORKER_STATE_UP);
+  w.set_region("eu-west");
+  w.set_cpu(16);
+  w.set_memory_bytes(int64_t{64} << 30);
+  w.set_address("10.0.0.5");
+  w.set_gpus_allocated(1.5);
+  for (int i = 0; i < 4; ++i) w.add_devices()->set_gpu_type("H100");
+  SetTime(w.mutable_last_seen(), kNow - absl::Seconds(2));
+  w.add_running_jobs(4);
+  w.add_running_jobs(9);
+  EXPECT_EQ(RenderWorkersTable({w}, kNow),
+            "ID        STATE  REGION   GPUS   TYPE  CPU  MEM   ADDRESS   "
+            "LAST-SEEN  JOBS\n"
+            "worker-1  UP     eu-west  1.5/4  H100  16   64Gi  10.0.0.5  "
+            "2s ago     4,9\n");
+}
+
+}  // namespace
+}  // namespace tupa::client

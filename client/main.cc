@@ -1,0 +1,15 @@
+// tupa: the command-line client of the tupa scheduler (DESIGN §3).
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "client/cli.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  tupa::client::CliEnvironment env;
+  if (const char* s = std::getenv("TUPA_SCHEDULER")) env.scheduler = s;
+  if (const char* t = std::getenv("TUPA_TOKEN")) env.token = t;
+  return tupa::client::RunCli(args, env, std::cout, std::cerr);
+}

@@ -1,0 +1,52 @@
+#include "client/worker_format.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/output.h"
+#include "common/quantity.h"
+
+namespace tupa::client {
+namespace {
+
+// Distinct device types, "(emulated)" when every device is.
+std::string DeviceTypes(const v1::Worker& w) {
+  if (w.devices_size() == 0) return "-";
+  std::set<std::string> types;
+  bool all_emulated = true;
+  for (const v1::Device& d : w.devices()) {
+    types.insert(d.gpu_type().empty() ? d.name() : d.gpu_type());
+    all_emulated = all_emulated && d.emulated();
+  }
+  std::string s = absl::StrJoin(types, ",");
+  if (all_emulated) absl::StrAppend(&s, " (emulated)");
+  return s;
+}
+
+}  // namespace
+
+std::string WorkerStateName(v1::WorkerState state) {
+  return StripEnumPrefix(v1::WorkerState_Name(state), "WORKER_STATE_");
+}
+
+std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
+                               absl::Time now) {
+  Table table({"ID", "STATE", "REGION", "GPUS", "TYPE", "CPU", "MEM", "ADDRESS",
+               "LAST-SEEN", "JOBS"});
+  for (const v1::Worker& w : workers) {
+    table.AddRow(
+        {w.id(), WorkerStateName(w.state()),
+         w.region().empty() ? "-" : w.region(),
+         absl::StrCat(FormatCount(w.gpus_allocated()), "/", w.devices_size()),
+         DeviceTypes(w), FormatCount(w.cpu()),
+         w.memory_bytes() > 0 ? HumanMemory(w.memory_bytes()) : "-",
+         w.address().empty() ? "-" : w.address(),
+         HumanAgo(ToTime(w.last_seen()), now),
+         w.running_jobs_size() > 0 ? absl::StrJoin(w.running_jobs(), ",")
+                                   : "-"});
+  }
+  return table.Render();
+}
+
+}  // namespace tupa::client

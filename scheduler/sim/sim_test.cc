@@ -1,0 +1,128 @@
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "scheduler/sim/inflation.h"
+#include "scheduler/sim/replay.h"
+#include "scheduler/sim/traces.h"
+
+namespace tupa::sim {
+namespace {
+
+using Policy = scheduler::PlacementOptions::Policy;
+
+constexpr char kNodes[] =
+    "sn,cpu_milli,memory_mib,gpu,model\n"
+    "n0,64000,262144,2,P100\n"
+    "n1,96000,393216,8,G2\n"
+    "n2,32000,131072,0,\n";
+
+constexpr char kPods[] =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+    "p0,12000,16384,1,1000,\n"
+    "p1,6000,12288,1,460,\n"
+    "p2,4000,8192,0,0,\n"
+    "p3,32000,65536,8,1000,G2\n"
+    "p4,8000,16384,2,1000,P100|T4\n";
+
+TEST(Traces, ReadsOpenbNodeList) {
+  auto nodes = NodesFromCsv(*ParseCsv(kNodes));
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  ASSERT_EQ(nodes->size(), 3u);
+  EXPECT_EQ((*nodes)[1].worker_id, "n1");
+  EXPECT_EQ((*nodes)[1].devices.size(), 8u);
+  EXPECT_EQ((*nodes)[1].devices[0].gpu_type, "G2");
+  EXPECT_DOUBLE_EQ((*nodes)[1].cpu_total, 96);
+  EXPECT_EQ((*nodes)[0].memory_total, int64_t{262144} << 20);
+  EXPECT_TRUE((*nodes)[2].devices.empty());
+}
+
+TEST(Traces, ReadsDerivedNodeLayout) {
+  auto nodes = NodesFromCsv(*ParseCsv(
+      "node_id,num_gpus,gpu_type,cpu_milli,memory_mib\nx,4,T4,32000,1024\n"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ((*nodes)[0].devices.size(), 4u);
+  EXPECT_EQ((*nodes)[0].devices[3].gpu_type, "T4");
+}
+
+TEST(Traces, ReadsPodsWithSharesAndTypeLists) {
+  auto pods = PodsFromCsv(*ParseCsv(kPods));
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 5u);
+  EXPECT_DOUBLE_EQ((*pods)[1].Gpus(), 0.46);
+  EXPECT_DOUBLE_EQ((*pods)[2].Gpus(), 0);
+  EXPECT_DOUBLE_EQ((*pods)[3].Gpus(), 8);
+  EXPECT_EQ((*pods)[4].gpu_types, (std::vector<std::string>{"P100", "T4"}));
+}
+
+TEST(Traces, ReadsJobListWithoutGpuMilli) {
+  auto jobs = PodsFromCsv(
+      *ParseCsv("job_id,submit_time_s,duration_s,num_gpus,gpu_type,user\n"
+                "j0,10,100,2,T4|G2,u1\n"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ((*jobs)[0].submit_s, 10);
+  EXPECT_EQ((*jobs)[0].duration_s, 100);
+  EXPECT_DOUBLE_EQ((*jobs)[0].Gpus(), 2);
+  EXPECT_EQ((*jobs)[0].user, "u1");
+}
+
+TEST(Traces, BadNumberNamesLineAndColumn) {
+  auto nodes =
+      NodesFromCsv(*ParseCsv("sn,cpu_milli,memory_mib,gpu,model\n"
+                             "n0,lots,1,1,T4\n"));
+  ASSERT_FALSE(nodes.ok());
+  EXPECT_EQ(nodes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(nodes.status().message().find("line 2"), std::string::npos);
+  EXPECT_NE(nodes.status().message().find("cpu_milli"), std::string::npos);
+}
+
+TEST(Traces, MissingColumnAndFileAreErrors) {
+  EXPECT_FALSE(NodesFromCsv(*ParseCsv("sn,gpu\nx,1\n")).ok());
+  EXPECT_EQ(LoadNodes("/nonexistent/nodes.csv").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(Inflation, IsDeterministicAndBounded) {
+  auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
+  auto pods = *PodsFromCsv(*ParseCsv(kPods));
+  for (Policy p : {Policy::kFirstFit, Policy::kBestFit, Policy::kTupa}) {
+    InflationResult a = RunInflation(nodes, pods, p, 42);
+    InflationResult b = RunInflation(nodes, pods, p, 42);
+    EXPECT_EQ(a.alloc_ratio, b.alloc_ratio);
+    EXPECT_EQ(a.placed, b.placed);
+    EXPECT_GT(a.alloc_ratio, 0.5);
+    EXPECT_LE(a.alloc_ratio, 1.0);
+    EXPECT_NEAR(a.unallocated_gpus, 10 * (1 - a.alloc_ratio), 1e-6);
+    EXPECT_LT(a.placed, a.offered);  // 130%: some pods must be dropped
+  }
+}
+
+TEST(Inflation, StopsAtTheOfferedRatio) {
+  auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
+  auto pods = *PodsFromCsv(*ParseCsv("name,num_gpu,gpu_milli\np,1,1000\n"));
+  InflationResult r = RunInflation(nodes, pods, Policy::kBestFit, 1, 0.5);
+  EXPECT_EQ(r.offered, 5);  // 10 GPUs, stop once 5 were offered
+  EXPECT_DOUBLE_EQ(r.alloc_ratio, 0.5);
+}
+
+TEST(Replay, QueuesWhenTheClusterIsFull) {
+  auto nodes =
+      *NodesFromCsv(*ParseCsv("sn,cpu_milli,memory_mib,gpu,model\n"
+                              "n0,64000,262144,2,T4\n"));
+  auto jobs = *PodsFromCsv(
+      *ParseCsv("job_id,submit_time_s,duration_s,num_gpus,gpu_type,user\n"
+                "a,0,100,2,,u\n"
+                "b,10,50,1,,u\n"
+                "c,20,10,8,,u\n"));
+  ReplayResult r = RunReplay(nodes, jobs, {Policy::kTupa, 1});
+  EXPECT_EQ(r.jobs, 3);
+  EXPECT_EQ(r.finished, 2);
+  EXPECT_EQ(r.never_fit, 1);
+  EXPECT_DOUBLE_EQ(r.avg_wait_s, 45);  // b waits 90 s for a
+  EXPECT_DOUBLE_EQ(r.avg_jct_s, 120);  // (100 + 140) / 2
+  EXPECT_DOUBLE_EQ(r.makespan_s, 150);
+  EXPECT_NEAR(r.gpu_utilisation, 250.0 / 300.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace tupa::sim

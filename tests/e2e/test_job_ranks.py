@@ -1,0 +1,66 @@
+"""A 2-node x 2-GPU command job runs 4 ranks with the PyTorch-launcher
+environment (issue 2, must-show 2)."""
+
+import re
+import unittest
+
+from cluster import Cluster
+
+ENV_LINE = ("echo RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK "
+            "LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE NODE_RANK=$NODE_RANK NNODES=$NNODES "
+            "MASTER=$MASTER_ADDR:$MASTER_PORT CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES "
+            "TUPA_JOB_ID=$TUPA_JOB_ID TUPA_ATTEMPT=$TUPA_ATTEMPT "
+            "TUPA_CHECKPOINT_DIR=$TUPA_CHECKPOINT_DIR")
+
+
+def parse_env_lines(text):
+    ranks = {}
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if "RANK" in fields and "WORLD_SIZE" in fields:
+            ranks[int(fields["RANK"])] = fields
+    return ranks
+
+
+class JobRanksTest(unittest.TestCase):
+    def test_two_nodes_two_gpus_run_four_ranks_with_launcher_env(self):
+        with Cluster(workers=2, gpus_per_worker=2) as c:
+            job = c.submit("--name", "env-check", "--nodes", "2", "--gpus", "2",
+                           "--", "sh", "-c", ENV_LINE)
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+            logs = c.cli("logs", str(job["id"]))
+            self.assertEqual(logs.code, 0, logs)
+            ranks = parse_env_lines(logs.stdout)
+            self.assertEqual(sorted(ranks), [0, 1, 2, 3], logs.stdout)
+            self.assertEqual({r["WORLD_SIZE"] for r in ranks.values()}, {"4"})
+            self.assertEqual(len({r["MASTER"] for r in ranks.values()}), 1)
+            self.assertEqual({r["NNODES"] for r in ranks.values()}, {"2"})
+            self.assertEqual({r["LOCAL_WORLD_SIZE"] for r in ranks.values()}, {"2"})
+            self.assertEqual({r["TUPA_JOB_ID"] for r in ranks.values()}, {str(job["id"])})
+            self.assertEqual({r["TUPA_ATTEMPT"] for r in ranks.values()}, {"1"})
+            for node in ("0", "1"):
+                on_node = [r for r in ranks.values() if r["NODE_RANK"] == node]
+                self.assertEqual(len(on_node), 2)
+                devices = {r["CUDA_VISIBLE_DEVICES"] for r in on_node}
+                self.assertEqual(len(devices), 2, f"node {node}: {on_node}")
+                self.assertEqual({r["LOCAL_RANK"] for r in on_node}, {"0", "1"})
+            # The two nodes ran on distinct workers.
+            workers = {p["worker_id"] for p in done.get("placements", [])}
+            self.assertEqual(len(workers), 2, done)
+            # Per-rank filtering works too.
+            one = c.cli("logs", "--rank", "3", str(job["id"]))
+            self.assertEqual(sorted(parse_env_lines(one.stdout)), [3], one)
+
+    def test_failing_rank_fails_the_job_with_its_exit_code(self):
+        with Cluster(workers=1, gpus_per_worker=2) as c:
+            job = c.submit("--gpus", "2", "--", "sh", "-c",
+                           'if [ "$RANK" = 1 ]; then exit 7; fi; sleep 60')
+            done = c.wait_job(job["id"], "FAILED", timeout=60)
+            self.assertEqual(done.get("exit_code"), 7, done)
+            self.assertIn("rank 1 exited with code 7", done.get("message", ""))
+            waited = c.cli("wait", str(job["id"]), "--timeout", "10s")
+            self.assertEqual(waited.code, 1, waited)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,62 @@
+"""kill -9 of a worker while its job runs: the job requeues as attempt 2 and
+succeeds on the other worker; the killed worker, restarted, does not run
+the old attempt (issue 2, must-show 4)."""
+
+import os
+import time
+import unittest
+import uuid
+
+from cluster import Cluster, processes_with_env, wait_for
+
+
+class WorkerLossTest(unittest.TestCase):
+    def test_lost_worker_requeues_job_and_restarted_worker_is_fenced(self):
+        with Cluster(workers=2, gpus_per_worker=2, worker_timeout="3s") as c:
+            mark = uuid.uuid4().hex
+            # Attempt 1 blocks; later attempts finish quickly.
+            cmd = ('echo attempt $TUPA_ATTEMPT rank $RANK; '
+                   'if [ "$TUPA_ATTEMPT" = 1 ]; then sleep 600; fi')
+            job = c.submit("--gpus", "2", "--retries", "2",
+                           "--env", f"TUPA_E2E_MARK={mark}", "--", "sh", "-c", cmd)
+            running = c.wait_job(job["id"], "RUNNING", timeout=60)
+            victim = running["placements"][0]["worker_id"]
+            wait_for(lambda: len(processes_with_env("TUPA_E2E_MARK", mark)) >= 2,
+                     timeout=20, message="ranks of attempt 1")
+            c.kill(victim)
+            # The ranks die with their worker (no orphans keep the devices).
+            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=10,
+                     message="attempt 1 ranks gone with the worker")
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+            self.assertEqual(done["attempt"], 2, done)
+            survivors = {p["worker_id"] for p in done["placements"]}
+            self.assertNotIn(victim, survivors)
+            self.assertIn("lost", done.get("message", "") + self._events(c, job["id"]))
+
+            # Restart the killed worker: it must not run attempt 1 again.
+            before = len(c.log(victim))
+            c.up()
+            wait_for(lambda: any(w["id"] == victim and w["state"].endswith("UP")
+                                 for w in c.workers_json()),
+                     timeout=30, message=f"{victim} back")
+            time.sleep(2)
+            self.assertEqual(processes_with_env("TUPA_E2E_MARK", mark), [])
+            log = c.log(victim)
+            since_restart = log[before:] if len(log) >= before else log
+            self.assertIn("connected to scheduler", since_restart)
+            self.assertNotIn(f"starting job {job['id']} attempt", since_restart,
+                             "the old attempt started again:\n" + since_restart[-3000:])
+            victim_view = [w for w in c.workers_json() if w["id"] == victim][0]
+            self.assertFalse(victim_view.get("running_jobs"), victim_view)
+
+    def _events(self, c, job_id):
+        import subprocess
+        url = c.env["TUPA_DATABASE_URL"]
+        out = subprocess.run(["psql", url, "-Atc",
+                              f"SELECT string_agg(message, ';') FROM job_events WHERE job_id = {job_id}"],
+                             capture_output=True, text=True)
+        return out.stdout
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,58 @@
+// Training checkpoints: everything a run needs to continue bit-identically
+// (weights, optimizer state, loss-scaler state, position). The data
+// loader's position and all RNG streams are pure functions of (seed, step)
+// (see rng.h, loader.h), so the step and seed are their complete state.
+//
+// File format (docs/trainer.md), little-endian:
+//   "TUPACKPT" u32 version=1
+//   i64 step  i64 optimizer_steps  u64 seed  i32 world_size
+//   i32 n_widths  i32 widths[n_widths]
+//   u32 len  optimizer name
+//   f32 loss_scale  i64 good_steps  f64 last_loss
+//   u64 n  f32 params[n]   u64 n  f32 state0[n]   u64 n  f32 state1[n]
+//   u32 crc32 of everything above
+// Files are named ckpt-<12-digit step>.bin; a write goes to a temporary
+// name, is fsynced and renamed into place, then the directory is fsynced,
+// so a crash never leaves a partial checkpoint under the final name.
+#ifndef TUPA_WORKER_TRAINER_CHECKPOINT_H_
+#define TUPA_WORKER_TRAINER_CHECKPOINT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tupa::trainer {
+
+struct CheckpointState {
+  int64_t step = 0;             // steps completed
+  int64_t optimizer_steps = 0;  // updates applied (fp16 may skip some)
+  uint64_t seed = 0;
+  int32_t world_size = 1;
+  std::vector<int32_t> widths;
+  std::string optimizer;
+  float loss_scale = 1.0f;
+  int64_t good_steps = 0;
+  double last_loss = 0.0;
+  std::vector<float> params;
+  std::vector<float> state0;
+  std::vector<float> state1;
+};
+
+// Writes ckpt-<step>.bin atomically into `dir` (created if missing) and
+// deletes all but the newest `keep` checkpoints.
+absl::Status WriteCheckpoint(const std::string& dir,
+                             const CheckpointState& state, int keep = 2);
+
+// Path of the checkpoint with the highest step in `dir`, or nullopt when
+// there is none (or the directory does not exist).
+std::optional<std::string> FindLatestCheckpoint(const std::string& dir);
+
+// DataLoss when the file is truncated or fails its checksum.
+absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path);
+
+}  // namespace tupa::trainer
+
+#endif  // TUPA_WORKER_TRAINER_CHECKPOINT_H_

@@ -1,0 +1,220 @@
+// tupa-train: trains the `train:` section of a job spec on this rank.
+//
+//   tupa-train -f job.yaml [--steps N] [--epochs E] [--log-every K] [--json]
+//              [--checkpoint-dir D] [--backend auto|cpu|cuda]
+//              [--param-checksum] [--log-all-ranks]
+//
+// Multi-rank exactly like torchrun: RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT (defaults: one rank). TUPA_CHECKPOINT_DIR is the
+// default checkpoint directory. See docs/trainer.md.
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "common/job_spec.h"
+#include "google/protobuf/util/json_util.h"
+#include "worker/trainer/trainer.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: tupa-train -f job.yaml [--steps N] [--epochs E] [--log-every K]\n"
+    "                  [--json] [--checkpoint-dir D] [--backend "
+    "auto|cpu|cuda]\n"
+    "                  [--param-checksum] [--log-all-ranks]\n";
+
+struct Flags {
+  std::string file;
+  int64_t steps = -1;
+  int epochs = -1;
+  int64_t log_every = -1;
+  bool json = false;
+  bool param_checksum = false;
+  bool log_all_ranks = false;
+  std::string checkpoint_dir;
+  bool checkpoint_dir_set = false;
+  std::string backend = "auto";
+};
+
+bool ParseFlags(int argc, char** argv, Flags& f, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_inline = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos && arg[0] == '-') {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_inline = true;
+    }
+    auto next = [&](std::string& out) {
+      if (has_inline) {
+        out = value;
+        return true;
+      }
+      if (i + 1 >= argc) {
+        error = arg + " needs a value";
+        return false;
+      }
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "-f" || arg == "--file") {
+      if (!next(f.file)) return false;
+    } else if (arg == "--steps") {
+      if (!next(v) || !absl::SimpleAtoi(v, &f.steps) || f.steps < 0) {
+        error = "--steps wants a non-negative integer";
+        return false;
+      }
+    } else if (arg == "--epochs") {
+      if (!next(v) || !absl::SimpleAtoi(v, &f.epochs) || f.epochs <= 0) {
+        error = "--epochs wants a positive integer";
+        return false;
+      }
+    } else if (arg == "--log-every") {
+      if (!next(v) || !absl::SimpleAtoi(v, &f.log_every) || f.log_every <= 0) {
+        error = "--log-every wants a positive integer";
+        return false;
+      }
+    } else if (arg == "--checkpoint-dir") {
+      if (!next(f.checkpoint_dir)) return false;
+      f.checkpoint_dir_set = true;
+    } else if (arg == "--backend") {
+      if (!next(f.backend)) return false;
+    } else if (arg == "--json") {
+      f.json = true;
+    } else if (arg == "--param-checksum") {
+      f.param_checksum = true;
+    } else if (arg == "--log-all-ranks") {
+      f.log_all_ranks = true;
+    } else if (arg == "-h" || arg == "--help") {
+      error = "";
+      return false;
+    } else {
+      error = "unknown flag " + arg;
+      return false;
+    }
+  }
+  if (f.file.empty()) {
+    error = "-f job.yaml is required";
+    return false;
+  }
+  return true;
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  int out;
+  if (v == nullptr || !absl::SimpleAtoi(v, &out)) return fallback;
+  return out;
+}
+
+std::string EnvString(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr || *v == '\0' ? fallback : std::string(v);
+}
+
+absl::StatusOr<tupa::v1::JobSpec> LoadSpec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  absl::StatusOr<tupa::v1::JobSpec> spec = tupa::ParseJobSpecYaml(text);
+  if (spec.ok()) return spec;
+  // The worker hands over protobuf JSON (camelCase names); accept it too.
+  tupa::v1::JobSpec from_json;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  if (absl::StripLeadingAsciiWhitespace(text).substr(0, 1) == "{" &&
+      google::protobuf::util::JsonStringToMessage(text, &from_json, opts)
+          .ok()) {
+    return from_json;
+  }
+  return spec.status();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  std::string error;
+  if (!ParseFlags(argc, argv, flags, error)) {
+    if (!error.empty()) std::cerr << "tupa-train: " << error << "\n";
+    std::cerr << kUsage;
+    return error.empty() ? 0 : 2;
+  }
+  absl::StatusOr<tupa::v1::JobSpec> spec = LoadSpec(flags.file);
+  if (!spec.ok()) {
+    std::cerr << "tupa-train: " << spec.status() << "\n";
+    return 2;
+  }
+  if (!spec->has_train()) {
+    std::cerr << "tupa-train: " << flags.file << " has no train: section\n";
+    return 2;
+  }
+  absl::StatusOr<tupa::trainer::TrainConfig> config =
+      tupa::trainer::TrainConfigFromSpec(spec->train());
+  if (!config.ok()) {
+    std::cerr << "tupa-train: " << config.status() << "\n";
+    return 2;
+  }
+  if (flags.steps >= 0) config->steps = flags.steps;
+  if (flags.epochs > 0) {
+    config->epochs = flags.epochs;
+    if (flags.steps < 0) config->steps = 0;
+  }
+  if (flags.log_every > 0) config->log_every = flags.log_every;
+
+  tupa::trainer::RunOptions options;
+  options.rank = EnvInt("RANK", 0);
+  options.world_size = EnvInt("WORLD_SIZE", 1);
+  options.local_rank = EnvInt("LOCAL_RANK", 0);
+  options.master_addr = EnvString("MASTER_ADDR", "127.0.0.1");
+  options.master_port = EnvInt("MASTER_PORT", 29500);
+  options.checkpoint_dir = flags.checkpoint_dir_set
+                               ? flags.checkpoint_dir
+                               : EnvString("TUPA_CHECKPOINT_DIR", "");
+  options.backend = flags.backend;
+  options.json = flags.json;
+  options.param_checksum = flags.param_checksum;
+  options.log_all_ranks = flags.log_all_ranks;
+
+  absl::StatusOr<tupa::trainer::RunSummary> summary =
+      tupa::trainer::RunTraining(*config, options, std::cout);
+  if (!summary.ok()) {
+    std::cerr << "tupa-train: rank " << options.rank << ": " << summary.status()
+              << "\n";
+    return 1;
+  }
+  if (options.rank == 0 || options.log_all_ranks) {
+    const auto& s = *summary;
+    std::string acc = s.test_accuracy.has_value()
+                          ? absl::StrFormat("%.4f", *s.test_accuracy)
+                          : "null";
+    if (options.json) {
+      std::cout << absl::StrFormat(
+          "{\"summary\": true, \"world_size\": %d, \"steps\": %d, "
+          "\"step_ms_median\": %.3f, \"samples_per_s\": %.1f, "
+          "\"final_loss\": %.9g, \"test_accuracy\": %s, "
+          "\"resumed_from_step\": %d, \"train_seconds\": %.3f, "
+          "\"rank\": %d}\n",
+          s.world_size, s.steps, s.step_ms_median, s.samples_per_s,
+          s.final_loss, acc, s.resumed_from_step, s.train_seconds,
+          options.rank);
+    } else {
+      std::cout << absl::StrFormat(
+          "done: %d steps on %d rank(s), median step %.3f ms, %.0f "
+          "samples/s, final loss %.6f, test accuracy %s, %.1f s "
+          "(resumed from step %d)\n",
+          s.steps, s.world_size, s.step_ms_median, s.samples_per_s,
+          s.final_loss, acc, s.train_seconds, s.resumed_from_step);
+    }
+  }
+  return 0;
+}

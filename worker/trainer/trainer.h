@@ -1,0 +1,85 @@
+// The training engine behind `tupa-train` (DESIGN §7): one call trains the
+// configured MLP on this rank, talking to the other ranks of the run
+// through the rendezvous store and the backend's collectives, and writes
+// progress lines to `out` (JSON or human-readable; by default only rank 0
+// writes).
+//
+// Every step: the loader thread has prefetched this rank's shard of the
+// batch; forward, softmax-CE and backward run on the backend; each layer's
+// gradients are all-reduced in buckets as soon as backward produces them
+// (GradBuckets), overlapping the remaining backward; the optimizer updates
+// the fp32 parameters. Because every rank applies the same reduced
+// gradients to the same initial parameters (broadcast from rank 0),
+// parameters stay identical on every rank.
+#ifndef TUPA_WORKER_TRAINER_TRAINER_H_
+#define TUPA_WORKER_TRAINER_TRAINER_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tupa/v1/job.pb.h"
+#include "worker/trainer/backend.h"
+#include "worker/trainer/dataset.h"
+#include "worker/trainer/optimizer.h"
+
+namespace tupa::trainer {
+
+// What to train (the `train:` section of a job, with defaults applied).
+struct TrainConfig {
+  std::vector<int> widths;
+  DataConfig data;
+  int batch_size = 128;  // per rank
+  int epochs = 1;
+  int64_t steps = 0;  // > 0: stop after this many steps (overrides epochs)
+  OptimizerConfig optimizer;
+  Precision precision = Precision::kFp32;
+  int64_t checkpoint_every = 0;  // steps; 0 = off
+  uint64_t seed = 0;
+  int64_t log_every = 50;
+};
+
+// Converts a TrainSpec, applying the documented defaults for zero/empty
+// fields. InvalidArgument names the offending field.
+absl::StatusOr<TrainConfig> TrainConfigFromSpec(const v1::TrainSpec& spec);
+
+// Where and how this process runs (environment and flags).
+struct RunOptions {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string checkpoint_dir;    // empty: no checkpoints, no resume
+  std::string backend = "auto";  // "auto" | "cpu" | "cuda"
+  bool json = false;
+  bool log_all_ranks = false;
+  // Adds "param_checksum" (FNV-1a of the parameter bytes) to step lines.
+  bool param_checksum = false;
+  absl::Duration timeout = absl::Seconds(300);
+};
+
+struct RunSummary {
+  int world_size = 1;
+  int64_t steps = 0;
+  double step_ms_median = 0;
+  double samples_per_s = 0;
+  double final_loss = 0;
+  std::optional<double> test_accuracy;
+  int64_t resumed_from_step = 0;
+  double train_seconds = 0;
+};
+
+// Trains to completion. Errors: InvalidArgument (config), NotFound/DataLoss
+// (data, checkpoints), Unavailable (a peer or the store went away).
+absl::StatusOr<RunSummary> RunTraining(const TrainConfig& config,
+                                       const RunOptions& options,
+                                       std::ostream& out);
+
+}  // namespace tupa::trainer
+
+#endif  // TUPA_WORKER_TRAINER_TRAINER_H_
