@@ -178,9 +178,16 @@ void SchedulerCore::Schedule(absl::Time now) {
     RunningJob& r = running[job_id];
     r.job_id = job_id;
     r.worker_ids.push_back(a.worker_id);
+    // One device list fits only a single-node job; gangs release by count.
+    if (r.worker_ids.size() == 1) {
+      r.device_indexes.assign(a.devices.begin(), a.devices.end());
+    } else {
+      r.device_indexes.clear();
+    }
     auto j = jobs_.find(job_id);
     if (j == jobs_.end()) continue;
     const v1::JobSpec& spec = j->second.job.spec();
+    r.team = spec.team();
     r.gpus = spec.resources().gpus();
     r.cpu = spec.resources().cpu();
     r.memory = spec.resources().memory_bytes();
@@ -373,14 +380,22 @@ absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
         "resources.nodes: ", nodes, " nodes requested but the cluster has ",
         known.size(), " worker(s)"));
   const int need = static_cast<int>(std::ceil(r.gpus()));
-  int fitting = 0;
   std::set<std::string> types;
+  for (const v1::Worker* w : known)
+    for (const v1::Device& d : w->devices()) types.insert(d.gpu_type());
+  if (!r.gpu_type().empty()) {
+    bool any = false;
+    for (const auto& t : r.gpu_type()) any |= types.count(t) > 0;
+    if (!any)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "resources.gpu_type: no worker has ", absl::StrJoin(r.gpu_type(), "/"),
+          " (the cluster has ", types.empty() ? "no GPUs" : absl::StrJoin(types, ", "),
+          ")"));
+  }
+  int fitting = 0;
   for (const v1::Worker* w : known) {
     std::map<std::string, int> by_type;
-    for (const v1::Device& d : w->devices()) {
-      ++by_type[d.gpu_type()];
-      types.insert(d.gpu_type());
-    }
+    for (const v1::Device& d : w->devices()) ++by_type[d.gpu_type()];
     bool ok = need == 0;
     for (const auto& [type, count] : by_type) {
       const bool type_ok =
@@ -394,14 +409,6 @@ absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
       ++fitting;
   }
   if (fitting >= nodes) return absl::OkStatus();
-  if (!r.gpu_type().empty()) {
-    bool any = false;
-    for (const auto& t : r.gpu_type()) any |= types.count(t) > 0;
-    if (!any)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "resources.gpu_type: no worker has ", absl::StrJoin(r.gpu_type(), "/"),
-          " (the cluster has ", absl::StrJoin(types, ", "), ")"));
-  }
   return absl::InvalidArgumentError(absl::StrCat(
       "resources.gpus: no ", nodes, " worker(s) of this cluster can ever hold ",
       r.gpus(), " GPU(s), ", r.cpu(), " CPU(s) and the memory requested"));
