@@ -47,17 +47,20 @@ test: build
 demo: build
 	@scripts/demo
 
-# Runs every executable file under bench/ (scripts) and every bench_* /
-# *_bench binary the build put in $(BUILD_DIR)/bin, in name order.
+# Runs every executable file under bench/ (scripts) and every binary with
+# "bench" in its name that the build put in $(BUILD_DIR)/bin, in name order.
+# Those with "gpu" in their name run only where nvidia-smi lists a GPU.
 bench: build
 	@found=0; status=0; \
 	for b in $$(find bench -type f -perm -u+x 2>/dev/null | sort) \
 	         $$(find $(BUILD_DIR)/bin -maxdepth 1 -type f -perm -u+x \
-	              \( -name 'bench_*' -o -name '*_bench' \) 2>/dev/null | sort); do \
+	              -name '*bench*' 2>/dev/null | sort); do \
 	  case $$b in /*) ;; *) b=./$$b ;; esac; \
+	  case $${b##*/} in *gpu*) nvidia-smi -L >/dev/null 2>&1 \
+	    || { echo "==> $$b: skipped (no GPU)"; continue; } ;; esac; \
 	  found=1; echo "==> $$b"; "$$b" || { status=1; echo "FAILED: $$b"; }; \
 	done; \
-	[ $$found = 1 ] || echo "bench: no benchmarks yet (bench/ scripts or $(BUILD_DIR)/bin/bench_*)"; \
+	[ $$found = 1 ] || echo "bench: no benchmarks yet (bench/ scripts or $(BUILD_DIR)/bin/*bench*)"; \
 	exit $$status
 
 fmt:

@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
          "tupa-train")
             .string();
   options.devices = std::move(*found);
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      visible != nullptr && devices.emulated_gpus == 0)
+    options.visible_devices = absl::StrSplit(visible, ',', absl::SkipEmpty());
   options.cpu = std::thread::hardware_concurrency();
   options.memory_bytes = HostMemory();
   options.kill_grace = absl::Seconds(absl::GetFlag(FLAGS_kill_grace_s));

@@ -21,7 +21,8 @@ using google::protobuf::util::TimeUtil;
 SchedulerCore::SchedulerCore(JobStore* store, SchedulerOptions options)
     : store_(store),
       options_(std::move(options)),
-      logs_(absl::StrCat(options_.data_dir, "/logs")) {}
+      logs_(absl::StrCat(options_.data_dir, "/logs")),
+      submits_(store) {}
 
 SchedulerCore::~SchedulerCore() { Shutdown(); }
 
@@ -425,7 +426,7 @@ absl::StatusOr<SubmitResult> SchedulerCore::Submit(
     RETURN_IF_ERROR(CheckCouldEverFit(spec));
   }
   ASSIGN_OR_RETURN(SubmitResult result,
-                   store_->SubmitJob(spec, idempotency_key));
+                   submits_.Submit(spec, idempotency_key));
   if (result.created) {
     absl::MutexLock lock(&mu_);
     ActiveJob active;

@@ -28,6 +28,7 @@
 #include "scheduler/service/log_store.h"
 #include "scheduler/service/worker_session.h"
 #include "scheduler/store/job_store.h"
+#include "scheduler/store/submit_batcher.h"
 #include "tupa/v1/cluster.pb.h"
 #include "tupa/v1/worker_protocol.pb.h"
 
@@ -141,6 +142,7 @@ class SchedulerCore {
   JobStore* const store_;
   const SchedulerOptions options_;
   LogStore logs_;
+  SubmitBatcher submits_;
 
   absl::Mutex mu_;
   std::map<int64_t, ActiveJob> jobs_ ABSL_GUARDED_BY(mu_);

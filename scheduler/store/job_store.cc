@@ -214,36 +214,58 @@ absl::Status JobStore::Migrate() {
   return result.status();
 }
 
+namespace {
+
+// Inserts one job inside `w`, or reads back the job its key already names.
+absl::StatusOr<SubmitResult> InsertJob(pqxx::work& w, const v1::JobSpec& spec,
+                                       const std::string& key) {
+  SubmitResult out;
+  // ON CONFLICT DO NOTHING keeps a retried submit from failing the
+  // transaction; the existing row is then read back.
+  pqxx::result r = w.exec_params(
+      absl::StrCat("INSERT INTO jobs (name, user_name, team, priority, spec, "
+                   "state, idempotency_key) VALUES ($1, $2, $3, $4, "
+                   "$5::jsonb, 'PENDING', NULLIF($6, '')) "
+                   "ON CONFLICT (idempotency_key) WHERE idempotency_key IS "
+                   "NOT NULL DO NOTHING RETURNING ",
+                   kJobColumns),
+      spec.name(), spec.user(), spec.team(), spec.priority(), ToJson(spec),
+      key);
+  if (!r.empty()) {
+    out.job = RowToJob(r[0]);
+    out.created = true;
+    InsertEvent(w, out.job.id(), 1, "PENDING", "submitted");
+    return out;
+  }
+  r = w.exec_params(absl::StrCat("SELECT ", kJobColumns,
+                                 " FROM jobs WHERE idempotency_key = $1"),
+                    key);
+  // A concurrent transaction holding the same key has not committed yet.
+  if (r.empty()) return absl::AbortedError("idempotency key conflict; retry");
+  out.job = RowToJob(r[0]);
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<SubmitResult> JobStore::SubmitJob(const v1::JobSpec& spec,
                                                  const std::string& key) {
-  const std::string spec_json = ToJson(spec);
-  return RunTx<SubmitResult>(
-      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<SubmitResult> {
-        SubmitResult out;
-        // ON CONFLICT DO NOTHING keeps a retried submit from failing the
-        // transaction; the existing row is then read back.
-        pqxx::result r = w.exec_params(
-            absl::StrCat(
-                "INSERT INTO jobs (name, user_name, team, priority, spec, "
-                "state, idempotency_key) VALUES ($1, $2, $3, $4, $5::jsonb, "
-                "'PENDING', NULLIF($6, '')) "
-                "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT "
-                "NULL DO NOTHING RETURNING ",
-                kJobColumns),
-            spec.name(), spec.user(), spec.team(), spec.priority(), spec_json,
-            key);
-        if (!r.empty()) {
-          out.job = RowToJob(r[0]);
-          out.created = true;
-          InsertEvent(w, out.job.id(), 1, "PENDING", "submitted");
-          return out;
+  ASSIGN_OR_RETURN(auto results, SubmitJobs({{&spec, &key}}));
+  return std::move(results[0]);
+}
+
+absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
+    const std::vector<SubmitRequest>& requests) {
+  return RunTx<std::vector<SubmitResult>>(
+      Acquire(),
+      [&](pqxx::work& w) -> absl::StatusOr<std::vector<SubmitResult>> {
+        std::vector<SubmitResult> out;
+        out.reserve(requests.size());
+        for (const SubmitRequest& r : requests) {
+          ASSIGN_OR_RETURN(SubmitResult one,
+                           InsertJob(w, *r.spec, *r.idempotency_key));
+          out.push_back(std::move(one));
         }
-        r = w.exec_params(absl::StrCat("SELECT ", kJobColumns,
-                                       " FROM jobs WHERE idempotency_key = $1"),
-                          key);
-        if (r.empty())
-          return absl::AbortedError("idempotency key conflict; retry");
-        out.job = RowToJob(r[0]);
         return out;
       });
 }

@@ -30,6 +30,12 @@ struct SubmitResult {
   bool created = false;  // false: the idempotency key named an existing job
 };
 
+// One submission of a batch (pointers owned by the caller).
+struct SubmitRequest {
+  const v1::JobSpec* spec;
+  const std::string* idempotency_key;
+};
+
 struct JobFilter {
   std::vector<v1::JobState> states;
   std::string user;
@@ -64,6 +70,11 @@ class JobStore {
   // key, a second call with the same key returns the first job.
   absl::StatusOr<SubmitResult> SubmitJob(const v1::JobSpec& spec,
                                          const std::string& idempotency_key);
+
+  // Several submissions in ONE transaction (group commit); results are in
+  // request order. Duplicate keys within the batch resolve to one job.
+  absl::StatusOr<std::vector<SubmitResult>> SubmitJobs(
+      const std::vector<SubmitRequest>& requests);
 
   absl::StatusOr<v1::Job> GetJob(int64_t id);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);

@@ -2,6 +2,10 @@
 // test gets a fresh database.
 #include "scheduler/store/job_store.h"
 
+#include <set>
+
+#include "scheduler/store/submit_batcher.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -158,6 +162,35 @@ TEST_F(JobStoreTest, ListFiltersByStateAndTeam) {
   ASSERT_EQ(cancelled->size(), 1u);
   EXPECT_EQ((*cancelled)[0].id(), a.id());
   EXPECT_EQ(store_->LoadActiveJobs()->size(), 1u);
+}
+
+TEST_F(JobStoreTest, BatcherGroupsConcurrentSubmitsWithoutLosingOrDuplicating) {
+  SubmitBatcher batcher(store_.get(), 2, 64);
+  constexpr int kThreads = 16, kEach = 20;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<int64_t>> ids(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        // Every key is sent twice (a retried submit): same job both times.
+        const std::string key = absl::StrCat("b-", t, "-", i);
+        auto first = batcher.Submit(Spec("b"), key);
+        auto again = batcher.Submit(Spec("b"), key);
+        ASSERT_TRUE(first.ok() && again.ok());
+        EXPECT_TRUE(first->created);
+        EXPECT_FALSE(again->created);
+        EXPECT_EQ(first->job.id(), again->job.id());
+        ids[t].push_back(first->job.id());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<int64_t> unique;
+  for (const auto& v : ids) unique.insert(v.begin(), v.end());
+  EXPECT_EQ(unique.size(), static_cast<size_t>(kThreads * kEach));
+  JobFilter all;
+  all.limit = 10000;
+  EXPECT_EQ(store_->ListJobs(all)->size(), static_cast<size_t>(kThreads * kEach));
 }
 
 TEST(JobStoreConnect, UnreachableServerIsUnavailable) {

@@ -202,6 +202,7 @@ void Agent::OnAssign(const v1::Assign& assign) {
   plan.emulated_devices =
       !options_.devices.empty() && options_.devices[0].emulated();
   plan.host_cpus = std::max(1u, std::thread::hardware_concurrency());
+  plan.visible_devices = options_.visible_devices;
   if (assign.spec().has_train()) {
     google::protobuf::util::JsonPrintOptions json;
     json.preserve_proto_field_names = true;

@@ -15,6 +15,15 @@ std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
       !train && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
   const int devices = assign.device_indexes_size();
   const int local_world = per_node ? 1 : std::max(1, devices);
+  // A worker started with CUDA_VISIBLE_DEVICES=2,3 calls those devices 0
+  // and 1; its ranks must see the host's numbers.
+  auto host_device = [&](int index) -> std::string {
+    if (index >= 0 && index < static_cast<int>(options.visible_devices.size()))
+      return options.visible_devices[index];
+    return absl::StrCat(index);
+  };
+  std::vector<std::string> all_devices;
+  for (int d : assign.device_indexes()) all_devices.push_back(host_device(d));
   std::vector<RankProcess> ranks;
   for (int local = 0; local < local_world; ++local) {
     RankProcess r;
@@ -32,9 +41,9 @@ std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
     env["NNODES"] = absl::StrCat(assign.nnodes());
     env["GROUP_RANK"] = env["NODE_RANK"];
     if (per_node || devices == 0) {
-      env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(assign.device_indexes(), ",");
+      env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(all_devices, ",");
     } else {
-      env["CUDA_VISIBLE_DEVICES"] = absl::StrCat(assign.device_indexes(local));
+      env["CUDA_VISIBLE_DEVICES"] = all_devices[local];
     }
     env["TUPA_JOB_ID"] = absl::StrCat(assign.job_id());
     env["TUPA_ATTEMPT"] = absl::StrCat(assign.attempt());

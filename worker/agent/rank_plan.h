@@ -25,6 +25,9 @@ struct RankPlanOptions {
   std::string checkpoint_dir;   // TUPA_CHECKPOINT_DIR
   bool emulated_devices = false;
   int host_cpus = 1;            // splits BLAS/OpenMP threads among ranks
+  // The worker's own CUDA_VISIBLE_DEVICES, split: device index i of the
+  // worker is entry i here. Empty: indexes are the host's device numbers.
+  std::vector<std::string> visible_devices;
 };
 
 // One process per device (per-gpu, and always for train jobs) or one per

@@ -56,6 +56,14 @@ TEST(PlanRanks, PerNodeRunsOneProcessSeeingAllDevices) {
   EXPECT_EQ(ranks[0].env.at("LOCAL_WORLD_SIZE"), "1");
 }
 
+TEST(PlanRanks, MapsWorkerDeviceIndexesThroughItsOwnVisibleDevices) {
+  RankPlanOptions options;
+  options.visible_devices = {"4", "5", "6", "7"};
+  auto ranks = PlanRanks(TwoNodeAssign(0), options);  // devices 2 and 3
+  EXPECT_EQ(ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "6");
+  EXPECT_EQ(ranks[1].env.at("CUDA_VISIBLE_DEVICES"), "7");
+}
+
 TEST(PlanRanks, TrainJobsRunTheTrainerPerDeviceOnTheCpuBackendWhenEmulated) {
   v1::Assign a = TwoNodeAssign(0);
   a.mutable_spec()->clear_command();

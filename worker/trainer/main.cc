@@ -5,13 +5,17 @@
 //              [--param-checksum] [--log-all-ranks]
 //
 // Multi-rank exactly like torchrun: RANK, WORLD_SIZE, LOCAL_RANK,
-// MASTER_ADDR, MASTER_PORT (defaults: one rank). TUPA_CHECKPOINT_DIR is the
-// default checkpoint directory. See docs/trainer.md.
+// MASTER_ADDR, MASTER_PORT (defaults: one rank); LOCAL_WORLD_SIZE (ranks on
+// this machine) splits the cores between CPU ranks unless
+// OPENBLAS_NUM_THREADS is set. TUPA_CHECKPOINT_DIR is the default
+// checkpoint directory. See docs/trainer.md.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -181,6 +185,13 @@ int main(int argc, char** argv) {
                                ? flags.checkpoint_dir
                                : EnvString("TUPA_CHECKPOINT_DIR", "");
   options.backend = flags.backend;
+  // Several ranks sharing a machine would oversubscribe the cores with
+  // OpenBLAS's default of one thread per core each: split them.
+  const int local_world = EnvInt("LOCAL_WORLD_SIZE", 1);
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr && local_world > 1) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    options.cpu_threads = std::max(1, cores / local_world);
+  }
   options.json = flags.json;
   options.param_checksum = flags.param_checksum;
   options.log_all_ranks = flags.log_all_ranks;

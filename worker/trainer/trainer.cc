@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "worker/trainer/checkpoint.h"
+#include "worker/trainer/cpu/cpu_backend.h"
 #include "worker/trainer/grad_buckets.h"
 #include "worker/trainer/loader.h"
 #include "worker/trainer/loss_scaler.h"
@@ -130,6 +131,9 @@ class Run {
 absl::Status Run::Setup() {
   ASSIGN_OR_RETURN(backend_, MakeBackend(options_.backend, config_.precision,
                                          options_.local_rank));
+  if (backend_->name() == "cpu" && options_.cpu_threads > 0) {
+    SetBlasThreads(options_.cpu_threads);
+  }
   if (options_.world_size > 1) {
     if (options_.rank == 0) {
       ASSIGN_OR_RETURN(store_server_,

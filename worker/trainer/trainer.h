@@ -56,6 +56,9 @@ struct RunOptions {
   int master_port = 29500;
   std::string checkpoint_dir;    // empty: no checkpoints, no resume
   std::string backend = "auto";  // "auto" | "cpu" | "cuda"
+  // CPU backend: GEMM threads per rank; 0 keeps the BLAS default
+  // (OPENBLAS_NUM_THREADS or all cores).
+  int cpu_threads = 0;
   bool json = false;
   bool log_all_ranks = false;
   // Adds "param_checksum" (FNV-1a of the parameter bytes) to step lines.

@@ -1,6 +1,7 @@
 #include "worker/trainer/cpu/cpu_backend.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,60 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+// Hot elementwise loops are compiled for the baseline ISA and for AVX2 and
+// AVX-512 machines; the loader picks the best at run time (ifunc).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TUPA_MULTIVERSION \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TUPA_MULTIVERSION
+#endif
+
+TUPA_MULTIVERSION
+void AdamWKernel(float* __restrict params, const float* __restrict grads,
+                 float* __restrict m, float* __restrict v, size_t n,
+                 float decay, float beta1, float beta2, float one_minus_beta1,
+                 float one_minus_beta2, float step_size, float inv_bc2_sqrt,
+                 float eps, float scale) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = grads[i] * scale;
+    const float mi = beta1 * m[i] + one_minus_beta1 * g;
+    const float vi = beta2 * v[i] + one_minus_beta2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = std::sqrt(vi) * inv_bc2_sqrt + eps;
+    params[i] = params[i] * decay - step_size * (mi / denom);
+  }
+}
+
+TUPA_MULTIVERSION
+void BiasActivation(float* __restrict y, const float* __restrict b, int rows,
+                    int cols, bool relu) {
+  for (int r = 0; r < rows; ++r) {
+    float* __restrict row = y + static_cast<size_t>(r) * cols;
+    if (relu) {
+      for (int c = 0; c < cols; ++c) row[c] = std::max(row[c] + b[c], 0.0f);
+    } else {
+      for (int c = 0; c < cols; ++c) row[c] += b[c];
+    }
+  }
+}
+
+// Masks dy by (y > 0) when relu, and writes db = column sums of dy.
+TUPA_MULTIVERSION
+void ReluMaskAndBiasGrad(float* __restrict dy, const float* __restrict y,
+                         float* __restrict db, int rows, int cols, bool relu) {
+  std::fill(db, db + cols, 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    float* __restrict drow = dy + static_cast<size_t>(r) * cols;
+    const float* __restrict yrow = y + static_cast<size_t>(r) * cols;
+    if (relu) {
+      for (int c = 0; c < cols; ++c) drow[c] = yrow[c] > 0.0f ? drow[c] : 0.0f;
+    }
+    for (int c = 0; c < cols; ++c) db[c] += drow[c];
+  }
+}
+
 void* AlignedAlloc(size_t bytes) {
   size_t rounded =
       (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
@@ -22,6 +77,13 @@ void* AlignedAlloc(size_t bytes) {
 }
 
 }  // namespace
+
+void SetBlasThreads(int n) {
+  using SetThreadsFn = void (*)(int);
+  auto fn = reinterpret_cast<SetThreadsFn>(
+      ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (fn != nullptr && n >= 1) fn(n);
+}
 
 CpuBackend::CpuBackend() = default;
 
@@ -97,17 +159,7 @@ absl::Status CpuBackend::LinearBackward(const void* x_raw, const float* w,
   const float* x = static_cast<const float*>(x_raw);
   const float* y = static_cast<const float*>(y_raw);
   float* dy = static_cast<float*>(dy_raw);
-  std::fill(db, db + out, 0.0f);
-  for (int r = 0; r < batch; ++r) {
-    float* __restrict drow = dy + static_cast<size_t>(r) * out;
-    const float* __restrict yrow = y + static_cast<size_t>(r) * out;
-    if (relu) {
-      for (int c = 0; c < out; ++c) {
-        drow[c] = yrow[c] > 0.0f ? drow[c] : 0.0f;
-      }
-    }
-    for (int c = 0; c < out; ++c) db[c] += drow[c];
-  }
+  ReluMaskAndBiasGrad(dy, y, db, batch, out, relu);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dy,
               out, x, in, 0.0f, dw, in);
   if (dx_raw != nullptr) {
@@ -197,17 +249,8 @@ absl::Status CpuBackend::AdamWStep(float* __restrict params,
   const double bc2 = 1.0 - std::pow(static_cast<double>(h.beta2), h.step);
   const float step_size = static_cast<float>(h.lr / bc1);
   const float inv_bc2_sqrt = static_cast<float>(1.0 / std::sqrt(bc2));
-  const float eps = h.eps;
-  const float scale = h.grad_scale;
-  for (size_t i = 0; i < n; ++i) {
-    const float g = grads[i] * scale;
-    const float mi = beta1 * m[i] + one_minus_beta1 * g;
-    const float vi = beta2 * v[i] + one_minus_beta2 * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = std::sqrt(vi) * inv_bc2_sqrt + eps;
-    params[i] = params[i] * decay - step_size * (mi / denom);
-  }
+  AdamWKernel(params, grads, m, v, n, decay, beta1, beta2, one_minus_beta1,
+              one_minus_beta2, step_size, inv_bc2_sqrt, h.eps, h.grad_scale);
   return absl::OkStatus();
 }
 

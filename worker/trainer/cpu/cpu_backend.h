@@ -15,6 +15,10 @@
 
 namespace tupa::trainer {
 
+// Sets the GEMM thread count of the process's BLAS when it is OpenBLAS
+// (found at run time; a no-op for other BLAS libraries). n >= 1.
+void SetBlasThreads(int n);
+
 class CpuBackend : public Backend {
  public:
   CpuBackend();

@@ -145,8 +145,6 @@ void GlooComm::CommLoop() {
           static_cast<void (*)(void*, const void*, const void*, size_t)>(
               &gloo::sum<float>));
       opts.setTag(tag_++);
-      if (getenv("TUPA_GLOO_ALGO") && getenv("TUPA_GLOO_ALGO")[0] == 'b') opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
-      if (getenv("TUPA_GLOO_SEG")) opts.setMaxSegmentSize(atoi(getenv("TUPA_GLOO_SEG")));
       gloo::allreduce(opts);
     } catch (const std::exception& e) {
       status = GlooError("allreduce", e);

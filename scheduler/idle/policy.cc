@@ -1,0 +1,203 @@
+#include "scheduler/idle/policy.h"
+
+#include <cmath>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/quantity.h"
+#include "common/status_macros.h"
+
+namespace tupa::scheduler::idle {
+namespace {
+
+absl::Status FieldError(const std::string& path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+// A section must be a mapping whose keys are all in `known`.
+absl::Status CheckSection(const YAML::Node& node, const std::string& path,
+                          const std::set<std::string>& known) {
+  if (!node.IsMap()) return FieldError(path, "must be a mapping");
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
+    const std::string key = kv.first.Scalar();
+    if (!known.count(key)) {
+      return FieldError(absl::StrCat(path, ".", key),
+                        absl::StrCat("unknown field (known: ",
+                                     absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Scalar(const YAML::Node& node,
+                                   const std::string& path) {
+  if (!node.IsScalar()) return FieldError(path, "must be a scalar value");
+  return node.Scalar();
+}
+
+absl::StatusOr<absl::Duration> Duration(const YAML::Node& node,
+                                        const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, Scalar(node, path));
+  ASSIGN_OR_RETURN(absl::Duration d, ParseDuration(text, path));
+  if (d < absl::ZeroDuration()) return FieldError(path, "must not be negative");
+  return d;
+}
+
+absl::StatusOr<int> Count(const YAML::Node& node, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, Scalar(node, path));
+  int v;
+  if (!absl::SimpleAtoi(text, &v) || v < 0 || v > 100000)
+    return FieldError(path, absl::StrCat("must be an integer >= 0, got \"",
+                                         text, "\""));
+  return v;
+}
+
+absl::Status ParseKeepWarm(const YAML::Node& node, const std::string& path,
+                           IdleShutdownPolicy* p) {
+  if (node.IsScalar()) {
+    ASSIGN_OR_RETURN(p->keep_warm_default, Count(node, path));
+    return absl::OkStatus();
+  }
+  if (!node.IsMap())
+    return FieldError(path, "must be a count or a mapping of pool to count");
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
+    const std::string pool = kv.first.Scalar();
+    const std::string field = absl::StrCat(path, ".", pool);
+    ASSIGN_OR_RETURN(int n, Count(kv.second, field));
+    if (pool == "default") {
+      p->keep_warm_default = n;
+    } else if (pool.find('/') == std::string::npos) {
+      return FieldError(field, "pool must be \"region/gpu_type\" or default");
+    } else {
+      p->keep_warm_by_pool[pool] = n;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
+  const std::string s = "idle_shutdown";
+  RETURN_IF_ERROR(CheckSection(n, s,
+                               {"idle_after", "activity_threshold", "keep_warm",
+                                "min_uptime", "grace", "hook"}));
+  p->enabled = true;
+  if (n["idle_after"]) {
+    ASSIGN_OR_RETURN(p->idle_after, Duration(n["idle_after"], s + ".idle_after"));
+  }
+  if (n["activity_threshold"]) {
+    const std::string f = s + ".activity_threshold";
+    ASSIGN_OR_RETURN(std::string text, Scalar(n["activity_threshold"], f));
+    double v;
+    if (!absl::SimpleAtod(text, &v) || !std::isfinite(v) || v < 0 || v > 1)
+      return FieldError(f, absl::StrCat("must be a number between 0 and 1, "
+                                        "got \"", text, "\""));
+    p->activity_threshold = v;
+  }
+  if (n["keep_warm"])
+    RETURN_IF_ERROR(ParseKeepWarm(n["keep_warm"], s + ".keep_warm", p));
+  if (n["min_uptime"]) {
+    ASSIGN_OR_RETURN(p->min_uptime, Duration(n["min_uptime"], s + ".min_uptime"));
+  }
+  if (n["grace"]) {
+    ASSIGN_OR_RETURN(p->grace, Duration(n["grace"], s + ".grace"));
+  }
+  if (n["hook"]) {
+    ASSIGN_OR_RETURN(p->hook, Scalar(n["hook"], s + ".hook"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseScaleUp(const YAML::Node& n, ScaleUpPolicy* p) {
+  RETURN_IF_ERROR(CheckSection(n, "scale_up", {"pending_after", "hook"}));
+  p->enabled = true;
+  if (n["pending_after"]) {
+    ASSIGN_OR_RETURN(p->pending_after,
+                     Duration(n["pending_after"], "scale_up.pending_after"));
+  }
+  if (n["hook"]) {
+    ASSIGN_OR_RETURN(p->hook, Scalar(n["hook"], "scale_up.hook"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseZombieJobs(const YAML::Node& n, ZombieJobPolicy* p) {
+  RETURN_IF_ERROR(CheckSection(n, "zombie_jobs", {"after", "action"}));
+  p->enabled = true;
+  if (n["after"]) {
+    ASSIGN_OR_RETURN(p->after, Duration(n["after"], "zombie_jobs.after"));
+  }
+  if (n["action"]) {
+    ASSIGN_OR_RETURN(std::string a,
+                     Scalar(n["action"], "zombie_jobs.action"));
+    if (a == "flag") {
+      p->action = ZombieJobPolicy::Action::kFlag;
+    } else if (a == "cancel") {
+      p->action = ZombieJobPolicy::Action::kCancel;
+    } else {
+      return FieldError("zombie_jobs.action",
+                        absl::StrCat("must be flag or cancel, got \"", a, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string PoolKey(absl::string_view region, absl::string_view gpu_type) {
+  return absl::StrCat(region, "/", gpu_type);
+}
+
+int IdleShutdownPolicy::KeepWarm(const std::string& pool) const {
+  auto it = keep_warm_by_pool.find(pool);
+  return it == keep_warm_by_pool.end() ? keep_warm_default : it->second;
+}
+
+const char* ZombieActionName(ZombieJobPolicy::Action action) {
+  return action == ZombieJobPolicy::Action::kCancel ? "cancel" : "flag";
+}
+
+absl::StatusOr<IdlePolicy> ParseIdlePolicy(const YAML::Node& config) {
+  IdlePolicy policy;
+  if (!config || config.IsNull()) return policy;
+  if (!config.IsMap())
+    return absl::InvalidArgumentError("config: must be a mapping");
+  // A section written as `idle_shutdown:` with nothing under it is null.
+  if (const YAML::Node n = config["idle_shutdown"]) {
+    if (n.IsNull()) {
+      policy.idle_shutdown.enabled = true;
+    } else {
+      RETURN_IF_ERROR(ParseIdleShutdown(n, &policy.idle_shutdown));
+    }
+  }
+  if (const YAML::Node n = config["scale_up"]) {
+    if (n.IsNull()) {
+      policy.scale_up.enabled = true;
+    } else {
+      RETURN_IF_ERROR(ParseScaleUp(n, &policy.scale_up));
+    }
+  }
+  if (const YAML::Node n = config["zombie_jobs"]) {
+    if (n.IsNull()) {
+      policy.zombie_jobs.enabled = true;
+    } else {
+      RETURN_IF_ERROR(ParseZombieJobs(n, &policy.zombie_jobs));
+    }
+  }
+  return policy;
+}
+
+absl::StatusOr<IdlePolicy> ParseIdlePolicyYaml(absl::string_view yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", e.what()));
+  }
+  return ParseIdlePolicy(root);
+}
+
+}  // namespace tupa::scheduler::idle

@@ -1,0 +1,94 @@
+// The input of Decide(): what the scheduler knows about its live workers,
+// pending and running jobs at one instant, and the state Decide() carried
+// over from the previous cycle. Plain values built by the caller; no
+// ownership, no I/O. Times are absl::Time supplied by the caller.
+#ifndef TUPA_SCHEDULER_IDLE_SNAPSHOT_H_
+#define TUPA_SCHEDULER_IDLE_SNAPSHOT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace tupa::scheduler::idle {
+
+// One live (connected, not lost) worker.
+struct WorkerInfo {
+  enum class State { kUp, kDraining };
+
+  std::string id;
+  std::string region;
+  std::string gpu_type;  // the pool is region x gpu_type
+  std::string instance_id;
+  std::map<std::string, std::string> labels;
+  State state = State::kUp;
+  absl::Time joined_at = absl::InfinitePast();
+
+  int gpus_total = 0;  // devices
+  int gpus_free = 0;   // devices with no allocation
+  double cpu_free = 0;      // cores; checked only when a job asks for CPU
+  int64_t memory_free = 0;  // bytes; checked only when a job asks for memory
+
+  // Jobs holding an allocation here (ASSIGNED or RUNNING), whatever their
+  // device activity: a notebook holding a GPU at 0% is still a job.
+  std::vector<int64_t> job_ids;
+  // Per device, utilisation averaged over the recent sampling window, in
+  // [0, 1]. Empty when the worker cannot measure it (no NVML, emulated).
+  std::vector<double> device_activity;
+  // When it last had a job or device activity at or above the threshold,
+  // if the caller knows (e.g. after a scheduler restart). InfinitePast:
+  // unknown; idle time then counts from joined_at.
+  absl::Time last_busy_at = absl::InfinitePast();
+
+  double price_per_gpu_hour = 0;  // for the money-saved estimate; 0 unknown
+};
+
+// A pending job reduced to what idle and scale-up decisions need.
+struct PendingJob {
+  int64_t job_id = 0;
+  int gpus_per_node = 0;  // whole devices
+  int nodes = 1;
+  double cpu_per_node = 0;      // 0: not constrained
+  int64_t memory_per_node = 0;  // 0: not constrained
+  std::vector<std::string> gpu_types;  // acceptable, in preference; empty any
+  std::map<std::string, std::string> labels;  // worker labels required
+  absl::Time pending_since = absl::InfinitePast();
+  // The placement's verdict: whether the job could be placed on the live
+  // workers as they are now (counting gangs, CPU, memory).
+  bool fits_live_worker = false;
+};
+
+// A running job and the activity of the devices it holds.
+struct RunningJob {
+  int64_t job_id = 0;
+  std::vector<std::string> worker_ids;
+  absl::Time started_at = absl::InfinitePast();
+  // Highest utilisation among its devices over the sampling window;
+  // nullopt when unmeasured (a job is never judged a zombie blind).
+  std::optional<double> activity;
+};
+
+struct Snapshot {
+  std::vector<WorkerInfo> workers;
+  std::vector<PendingJob> pending;
+  std::vector<RunningJob> running;
+};
+
+// What Decide() remembers between cycles. The caller keeps the value
+// returned in Decisions::state and passes it back next cycle; an empty
+// state (after a restart) only makes the policy more cautious.
+struct PolicyState {
+  std::map<std::string, absl::Time> idle_since;     // worker -> since
+  std::map<std::string, absl::Time> grace_since;    // worker -> announced at
+  std::map<std::string, absl::Time> shutting_down;  // worker -> decided at
+  std::map<int64_t, absl::Time> low_activity_since;  // running job -> since
+  std::map<int64_t, absl::Time> zombies;         // job -> reported at
+  std::map<int64_t, absl::Time> scale_up_asked;  // pending job -> asked at
+};
+
+}  // namespace tupa::scheduler::idle
+
+#endif  // TUPA_SCHEDULER_IDLE_SNAPSHOT_H_
