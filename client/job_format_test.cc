@@ -130,14 +130,18 @@ TEST(WorkerFormatTest, WorkersTableShowsAllocationTypesAndJobs) {
   w.set_address("10.0.0.5");
   w.set_gpus_allocated(1.5);
   for (int i = 0; i < 4; ++i) w.add_devices()->set_gpu_type("H100");
+  // The heartbeat's samples: mean utilisation and total memory used.
+  w.mutable_devices(0)->set_utilization(0.5);
+  w.mutable_devices(1)->set_utilization(0.3);
+  w.mutable_devices(1)->set_memory_used_bytes(int64_t{1} << 30);
   SetTime(w.mutable_last_seen(), kNow - absl::Seconds(2));
   w.add_running_jobs(4);
   w.add_running_jobs(9);
   EXPECT_EQ(RenderWorkersTable({w}, kNow),
-            "ID        STATE  REGION   GPUS   TYPE  CPU  MEM   ADDRESS   "
-            "LAST-SEEN  JOBS\n"
-            "worker-1  UP     eu-west  1.5/4  H100  16   64Gi  10.0.0.5  "
-            "2s ago     4,9\n");
+            "ID        STATE  REGION   GPUS   TYPE  UTIL     CPU  MEM   "
+            "ADDRESS   LAST-SEEN  JOBS\n"
+            "worker-1  UP     eu-west  1.5/4  H100  20% 1Gi  16   64Gi  "
+            "10.0.0.5  2s ago     4,9\n");
 }
 
 }  // namespace

@@ -24,6 +24,20 @@ std::string DeviceTypes(const v1::Worker& w) {
   return s;
 }
 
+// Mean device utilisation and total device memory used, from the last
+// heartbeat (the numbers the worker's /metrics carries): "37% 68.0Mi".
+std::string DeviceUse(const v1::Worker& w) {
+  if (w.devices_size() == 0) return "-";
+  double util = 0;
+  int64_t used = 0;
+  for (const v1::Device& d : w.devices()) {
+    util += d.utilization();
+    used += d.memory_used_bytes();
+  }
+  return absl::StrCat(static_cast<int>(100 * util / w.devices_size() + 0.5),
+                      "% ", used > 0 ? HumanMemory(used) : "0");
+}
+
 }  // namespace
 
 std::string WorkerStateName(v1::WorkerState state) {
@@ -32,14 +46,14 @@ std::string WorkerStateName(v1::WorkerState state) {
 
 std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
                                absl::Time now) {
-  Table table({"ID", "STATE", "REGION", "GPUS", "TYPE", "CPU", "MEM", "ADDRESS",
-               "LAST-SEEN", "JOBS"});
+  Table table({"ID", "STATE", "REGION", "GPUS", "TYPE", "UTIL", "CPU", "MEM",
+               "ADDRESS", "LAST-SEEN", "JOBS"});
   for (const v1::Worker& w : workers) {
     table.AddRow(
         {w.id(), WorkerStateName(w.state()),
          w.region().empty() ? "-" : w.region(),
          absl::StrCat(FormatCount(w.gpus_allocated()), "/", w.devices_size()),
-         DeviceTypes(w), FormatCount(w.cpu()),
+         DeviceTypes(w), DeviceUse(w), FormatCount(w.cpu()),
          w.memory_bytes() > 0 ? HumanMemory(w.memory_bytes()) : "-",
          w.address().empty() ? "-" : w.address(),
          HumanAgo(ToTime(w.last_seen()), now),

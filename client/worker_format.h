@@ -13,8 +13,9 @@ namespace tupa::client {
 // "UP" for WORKER_STATE_UP.
 std::string WorkerStateName(v1::WorkerState state);
 
-// The `workers` table: ID STATE REGION GPUS(alloc/total) TYPE CPU MEM
-// ADDRESS LAST-SEEN JOBS.
+// The `workers` table: ID STATE REGION GPUS(alloc/total) TYPE
+// UTIL(mean device utilisation, device memory used) CPU MEM ADDRESS
+// LAST-SEEN JOBS.
 std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
                                absl::Time now);
 

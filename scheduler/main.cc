@@ -22,7 +22,7 @@ ABSL_FLAG(std::string, data_dir, ".tupa-scheduler",
 ABSL_FLAG(std::string, worker_timeout, "15s",
           "a worker silent this long is lost and its jobs requeue");
 ABSL_FLAG(std::string, metrics_listen, ":9464",
-          "Prometheus /metrics address (planned)");
+          "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, config, "", "scheduler config YAML merged over flags");
 ABSL_FLAG(std::string, policy, "tupa", "placement policy: firstfit|bestfit|tupa");
 
@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     if (const char* env = std::getenv("TUPA_DATABASE_URL"))
       options.database_url = env;
   options.core.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   auto timeout = tupa::ParseDuration(absl::GetFlag(FLAGS_worker_timeout),
                                      "--worker-timeout");
   if (!timeout.ok()) {

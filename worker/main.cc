@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
+#include "common/metrics.h"
 #include "worker/agent/agent.h"
 #include "worker/devices/devices.h"
 
@@ -33,7 +34,7 @@ ABSL_FLAG(std::string, work_dir, ".tupa-worker", "job directories and logs");
 ABSL_FLAG(std::string, checkpoint_root, "",
           "checkpoint root shared by workers (default: <work_dir>/checkpoints)");
 ABSL_FLAG(std::string, metrics_listen, ":9465",
-          "Prometheus /metrics address (planned)");
+          "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, trainer, "", "tupa-train path (default: beside this binary)");
 ABSL_FLAG(int, kill_grace_s, 5, "seconds between SIGTERM and SIGKILL");
 
@@ -112,6 +113,12 @@ int main(int argc, char** argv) {
   options.kill_grace = absl::Seconds(absl::GetFlag(FLAGS_kill_grace_s));
 
   tupa::worker::Agent agent(std::move(options));
+  auto exposer = tupa::StartExposer(absl::GetFlag(FLAGS_metrics_listen),
+                                    agent.metrics().collectables());
+  if (!exposer.ok()) {
+    std::cerr << "tupa-worker: " << exposer.status().message() << "\n";
+    return 1;
+  }
   std::thread runner([&] { agent.Run(); });
   std::thread waiter([&] {
     int signal = 0;

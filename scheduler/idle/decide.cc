@@ -131,6 +131,7 @@ class WorkerPass {
     }
     const absl::Duration up = now_ - std::min(w.joined_at, now_);
     if (up < p_.min_uptime) {
+      CancelGrace(w.id, "min_uptime not reached during the shutdown grace");
       Set(i, Verdict::kMinUptime,
           absl::StrCat("min_uptime: up ", HumanDuration(up), " of ",
                        HumanDuration(p_.min_uptime)),
@@ -138,7 +139,8 @@ class WorkerPass {
       return;
     }
     if (const PendingJob* job = JobThatCanUse(s_, w)) {
-      const std::string why = absl::StrCat("pending job ", job->job_id, " fits");
+      const std::string why =
+          absl::StrCat("pending job ", job->job_id, " fits");
       CancelGrace(w.id, absl::StrCat(why, " during the shutdown grace"));
       Set(i, Verdict::kPendingJobFits, why, idle);
       return;
@@ -149,11 +151,12 @@ class WorkerPass {
   // Stops the candidates of one pool while more than keep_warm UP workers
   // would remain; those already in grace first, then the longest idle.
   void StopInPool(const std::string& pool, std::vector<Candidate>& cs) {
-    std::sort(cs.begin(), cs.end(), [&](const Candidate& a, const Candidate& b) {
-      if (a.in_grace != b.in_grace) return a.in_grace;
-      if (a.idle != b.idle) return a.idle > b.idle;
-      return s_.workers[a.index].id < s_.workers[b.index].id;
-    });
+    std::sort(cs.begin(), cs.end(),
+              [&](const Candidate& a, const Candidate& b) {
+                if (a.in_grace != b.in_grace) return a.in_grace;
+                if (a.idle != b.idle) return a.idle > b.idle;
+                return s_.workers[a.index].id < s_.workers[b.index].id;
+              });
     const int keep = p_.KeepWarm(pool);
     int remaining = live_up_[pool];
     for (const Candidate& c : cs) {
@@ -173,7 +176,8 @@ class WorkerPass {
   void Stop(const Candidate& c, const WorkerInfo& w) {
     if (p_.grace > absl::ZeroDuration()) {
       auto it = prev_.grace_since.find(w.id);
-      const absl::Time since = it == prev_.grace_since.end() ? now_ : it->second;
+      const absl::Time since =
+          it == prev_.grace_since.end() ? now_ : it->second;
       const absl::Duration waited = now_ - since;
       if (waited < p_.grace) {
         d_->state.grace_since[w.id] = since;
@@ -211,16 +215,26 @@ class WorkerPass {
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kDisabled: return "DISABLED";
-    case Verdict::kBusy: return "BUSY";
-    case Verdict::kIdle: return "IDLE";
-    case Verdict::kMinUptime: return "MIN_UPTIME";
-    case Verdict::kPendingJobFits: return "PENDING_JOB_FITS";
-    case Verdict::kKeepWarm: return "KEEP_WARM";
-    case Verdict::kDraining: return "DRAINING";
-    case Verdict::kGrace: return "GRACE";
-    case Verdict::kShutdown: return "SHUTDOWN";
-    case Verdict::kShuttingDown: return "SHUTTING_DOWN";
+    case Verdict::kDisabled:
+      return "DISABLED";
+    case Verdict::kBusy:
+      return "BUSY";
+    case Verdict::kIdle:
+      return "IDLE";
+    case Verdict::kMinUptime:
+      return "MIN_UPTIME";
+    case Verdict::kPendingJobFits:
+      return "PENDING_JOB_FITS";
+    case Verdict::kKeepWarm:
+      return "KEEP_WARM";
+    case Verdict::kDraining:
+      return "DRAINING";
+    case Verdict::kGrace:
+      return "GRACE";
+    case Verdict::kShutdown:
+      return "SHUTDOWN";
+    case Verdict::kShuttingDown:
+      return "SHUTTING_DOWN";
   }
   return "UNKNOWN";
 }

@@ -35,16 +35,16 @@
 namespace tupa::scheduler::idle {
 
 enum class Verdict {
-  kDisabled,       // idle_shutdown is off
-  kBusy,           // holds a job or its devices are active
-  kIdle,           // idle, not yet for idle_after
-  kMinUptime,      // idle long enough but joined too recently
-  kPendingJobFits, // a pending job could use it now
-  kKeepWarm,       // the pool's warm minimum
-  kDraining,       // the operator drained it; not ours to stop
-  kGrace,          // stop announced, waiting for the grace to end
-  kShutdown,       // stop it now (see Decisions::shutdowns)
-  kShuttingDown,   // stop already decided in an earlier cycle
+  kDisabled,        // idle_shutdown is off
+  kBusy,            // holds a job or its devices are active
+  kIdle,            // idle, not yet for idle_after
+  kMinUptime,       // idle long enough but joined too recently
+  kPendingJobFits,  // a pending job could use it now
+  kKeepWarm,        // the pool's warm minimum
+  kDraining,        // the operator drained it; not ours to stop
+  kGrace,           // stop announced, waiting for the grace to end
+  kShutdown,        // stop it now (see Decisions::shutdowns)
+  kShuttingDown,    // stop already decided in an earlier cycle
 };
 const char* VerdictName(Verdict v);  // "BUSY", "KEEP_WARM", ...
 

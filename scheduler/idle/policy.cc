@@ -50,8 +50,8 @@ absl::StatusOr<int> Count(const YAML::Node& node, const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, Scalar(node, path));
   int v;
   if (!absl::SimpleAtoi(text, &v) || v < 0 || v > 100000)
-    return FieldError(path, absl::StrCat("must be an integer >= 0, got \"",
-                                         text, "\""));
+    return FieldError(
+        path, absl::StrCat("must be an integer >= 0, got \"", text, "\""));
   return v;
 }
 
@@ -86,7 +86,8 @@ absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
                                 "min_uptime", "grace", "hook"}));
   p->enabled = true;
   if (n["idle_after"]) {
-    ASSIGN_OR_RETURN(p->idle_after, Duration(n["idle_after"], s + ".idle_after"));
+    ASSIGN_OR_RETURN(p->idle_after,
+                     Duration(n["idle_after"], s + ".idle_after"));
   }
   if (n["activity_threshold"]) {
     const std::string f = s + ".activity_threshold";
@@ -94,13 +95,15 @@ absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
     double v;
     if (!absl::SimpleAtod(text, &v) || !std::isfinite(v) || v < 0 || v > 1)
       return FieldError(f, absl::StrCat("must be a number between 0 and 1, "
-                                        "got \"", text, "\""));
+                                        "got \"",
+                                        text, "\""));
     p->activity_threshold = v;
   }
   if (n["keep_warm"])
     RETURN_IF_ERROR(ParseKeepWarm(n["keep_warm"], s + ".keep_warm", p));
   if (n["min_uptime"]) {
-    ASSIGN_OR_RETURN(p->min_uptime, Duration(n["min_uptime"], s + ".min_uptime"));
+    ASSIGN_OR_RETURN(p->min_uptime,
+                     Duration(n["min_uptime"], s + ".min_uptime"));
   }
   if (n["grace"]) {
     ASSIGN_OR_RETURN(p->grace, Duration(n["grace"], s + ".grace"));
@@ -131,15 +134,15 @@ absl::Status ParseZombieJobs(const YAML::Node& n, ZombieJobPolicy* p) {
     ASSIGN_OR_RETURN(p->after, Duration(n["after"], "zombie_jobs.after"));
   }
   if (n["action"]) {
-    ASSIGN_OR_RETURN(std::string a,
-                     Scalar(n["action"], "zombie_jobs.action"));
+    ASSIGN_OR_RETURN(std::string a, Scalar(n["action"], "zombie_jobs.action"));
     if (a == "flag") {
       p->action = ZombieJobPolicy::Action::kFlag;
     } else if (a == "cancel") {
       p->action = ZombieJobPolicy::Action::kCancel;
     } else {
-      return FieldError("zombie_jobs.action",
-                        absl::StrCat("must be flag or cancel, got \"", a, "\""));
+      return FieldError(
+          "zombie_jobs.action",
+          absl::StrCat("must be flag or cancel, got \"", a, "\""));
     }
   }
   return absl::OkStatus();

@@ -4,16 +4,17 @@
 //   idle_shutdown:
 //     idle_after: 10m            # no job AND device activity < threshold
 //     activity_threshold: 0.05   # in [0, 1]
-//     keep_warm: 1               # per pool; or {default: 1, sa-east-1/A100-80GB: 2}
-//     min_uptime: 5m             # never stop a worker that joined recently
-//     grace: 0s                  # announce, then stop if still idle after this
-//     hook: "cmd args"           # optional, run by the scheduler
+//     keep_warm: 1               # per pool; or {default: 1,
+//     sa-east-1/A100-80GB: 2} min_uptime: 5m             # never stop a worker
+//     that joined recently grace: 0s                  # announce, then stop if
+//     still idle after this hook: "cmd args"           # optional, run by the
+//     scheduler
 //   scale_up:
 //     pending_after: 2m          # pending jobs that fit no live worker
 //     hook: "cmd args"
 //   zombie_jobs:
-//     after: 30m                 # running job whose devices stay below threshold
-//     action: flag               # flag | cancel
+//     after: 30m                 # running job whose devices stay below
+//     threshold action: flag               # flag | cancel
 //
 // A section that is absent disables that part of the policy. A field that is
 // absent takes the default shown in the struct. Plain values; thread-safe to

@@ -27,8 +27,8 @@ struct WorkerInfo {
   State state = State::kUp;
   absl::Time joined_at = absl::InfinitePast();
 
-  int gpus_total = 0;  // devices
-  int gpus_free = 0;   // devices with no allocation
+  int gpus_total = 0;       // devices
+  int gpus_free = 0;        // devices with no allocation
   double cpu_free = 0;      // cores; checked only when a job asks for CPU
   int64_t memory_free = 0;  // bytes; checked only when a job asks for memory
 
@@ -51,8 +51,8 @@ struct PendingJob {
   int64_t job_id = 0;
   int gpus_per_node = 0;  // whole devices
   int nodes = 1;
-  double cpu_per_node = 0;      // 0: not constrained
-  int64_t memory_per_node = 0;  // 0: not constrained
+  double cpu_per_node = 0;             // 0: not constrained
+  int64_t memory_per_node = 0;         // 0: not constrained
   std::vector<std::string> gpu_types;  // acceptable, in preference; empty any
   std::map<std::string, std::string> labels;  // worker labels required
   absl::Time pending_since = absl::InfinitePast();
@@ -81,12 +81,12 @@ struct Snapshot {
 // returned in Decisions::state and passes it back next cycle; an empty
 // state (after a restart) only makes the policy more cautious.
 struct PolicyState {
-  std::map<std::string, absl::Time> idle_since;     // worker -> since
-  std::map<std::string, absl::Time> grace_since;    // worker -> announced at
-  std::map<std::string, absl::Time> shutting_down;  // worker -> decided at
+  std::map<std::string, absl::Time> idle_since;      // worker -> since
+  std::map<std::string, absl::Time> grace_since;     // worker -> announced at
+  std::map<std::string, absl::Time> shutting_down;   // worker -> decided at
   std::map<int64_t, absl::Time> low_activity_since;  // running job -> since
-  std::map<int64_t, absl::Time> zombies;         // job -> reported at
-  std::map<int64_t, absl::Time> scale_up_asked;  // pending job -> asked at
+  std::map<int64_t, absl::Time> zombies;             // job -> reported at
+  std::map<int64_t, absl::Time> scale_up_asked;      // pending job -> asked at
 };
 
 }  // namespace tupa::scheduler::idle

@@ -61,18 +61,19 @@ absl::StatusOr<Money> Money::FromString(absl::string_view text) {
   }
   size_t dot = rest.find('.');
   absl::string_view whole = rest.substr(0, dot);
-  absl::string_view frac =
-      dot == absl::string_view::npos ? absl::string_view() : rest.substr(dot + 1);
-  if (whole.empty() || !AllDigits(whole) || !AllDigits(frac))
+  absl::string_view frac = dot == absl::string_view::npos
+                               ? absl::string_view()
+                               : rest.substr(dot + 1);
+  if (whole.empty() || !AllDigits(whole) || !AllDigits(frac) ||
+      (dot != absl::string_view::npos && frac.empty()))
     return bad("expected [-]digits[.digits]");
-  if (frac.size() > kDecimals)
-    return bad("more than 9 fractional digits");
+  if (frac.size() > kDecimals) return bad("more than 9 fractional digits");
   if (whole.size() > kMaxWholeDigits) return bad("too large");
   __int128 nanos = 0;
   for (char c : whole) nanos = nanos * 10 + (c - '0');
   for (int i = 0; i < kDecimals; ++i) {
-    nanos = nanos * 10 +
-            (i < static_cast<int>(frac.size()) ? frac[i] - '0' : 0);
+    nanos =
+        nanos * 10 + (i < static_cast<int>(frac.size()) ? frac[i] - '0' : 0);
   }
   return Money(negative ? -nanos : nanos);
 }

@@ -54,8 +54,7 @@ absl::StatusOr<std::string> Scalar(const YAML::Node& node, const Path& path) {
   return node.Scalar();
 }
 
-absl::StatusOr<std::string> NonEmpty(const YAML::Node& node,
-                                     const Path& path) {
+absl::StatusOr<std::string> NonEmpty(const YAML::Node& node, const Path& path) {
   ASSIGN_OR_RETURN(std::string s, Scalar(node, path));
   if (s.empty()) return FieldError(path, "must not be empty");
   return s;
@@ -170,9 +169,9 @@ absl::StatusOr<OffPeakWindow> ParseWindow(const YAML::Node& node,
 
 absl::StatusOr<PriceEntry> ParseEntry(const YAML::Node& node,
                                       const Path& path) {
-  RETURN_IF_ERROR(CheckMap(
-      node, path,
-      {"region", "gpu_type", "offering", "per_gpu_hour", "off_peak"}));
+  RETURN_IF_ERROR(
+      CheckMap(node, path,
+               {"region", "gpu_type", "offering", "per_gpu_hour", "off_peak"}));
   PriceEntry e;
   if (node["region"]) {
     ASSIGN_OR_RETURN(e.region, NonEmpty(node["region"], Join(path, "region")));
@@ -229,8 +228,8 @@ absl::StatusOr<PriceCatalog> PriceCatalog::FromNode(const YAML::Node& node,
                                                     absl::string_view path_in) {
   const Path path(path_in);
   try {
-    RETURN_IF_ERROR(CheckMap(node, path,
-                             {"currency", "prices", "budgets", "budget_action"}));
+    RETURN_IF_ERROR(CheckMap(
+        node, path, {"currency", "prices", "budgets", "budget_action"}));
     PriceCatalog c;
     Path cur = Join(path, "currency");
     if (!node["currency"]) return FieldError(cur, "required");
@@ -250,7 +249,8 @@ absl::StatusOr<PriceCatalog> PriceCatalog::FromNode(const YAML::Node& node,
       return FieldError(pp, "must hold at least one entry");
     std::map<std::tuple<std::string, std::string, std::string>, size_t> seen;
     for (size_t i = 0; i < node["prices"].size(); ++i) {
-      ASSIGN_OR_RETURN(PriceEntry e, ParseEntry(node["prices"][i], Index(pp, i)));
+      ASSIGN_OR_RETURN(PriceEntry e,
+                       ParseEntry(node["prices"][i], Index(pp, i)));
       auto [it, inserted] =
           seen.emplace(std::make_tuple(e.region, e.gpu_type, e.offering), i);
       if (!inserted) {

@@ -101,6 +101,7 @@ void SchedulerCore::RunCycle() {
   const absl::Time now = absl::Now();
   CheckLeases(now);
   Schedule(now);
+  UpdateGauges(now);
 }
 
 void SchedulerCore::CheckLeases(absl::Time now) {
@@ -248,6 +249,7 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   }
   job.job.set_state(v1::JOB_STATE_ASSIGNED);
   job.assigned_at = now;
+  metrics_->JobPlaced(job.job.id(), spec.team(), job.job.created_at(), now);
   job.nodes_succeeded = 0;
   job.job.clear_placements();
   const int nnodes = static_cast<int>(placement.nodes.size());
@@ -327,6 +329,7 @@ void SchedulerCore::FinishJob(ActiveJob& job, v1::JobState state,
   job.job.set_state(state);
   job.job.set_exit_code(exit_code);
   job.job.set_message(message);
+  metrics_->JobFinished(id, job.job.spec().team(), state);
   LOG(INFO) << "job " << id << " attempt " << attempt << " -> "
             << StateName(state) << (message.empty() ? "" : ": ") << message;
   CancelAttemptNodes(id, attempt, message.empty() ? StateName(state) : message);
@@ -352,6 +355,7 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
   // devices) until their workers report them gone or are lost.
   job.job.set_attempt(*next);
   job.job.set_state(v1::JOB_STATE_PENDING);
+  metrics_->JobRequeued(id, job.job.spec().team(), absl::Now());
   job.job.set_message(reason);
   job.job.clear_placements();
   job.nodes_succeeded = 0;
@@ -431,6 +435,7 @@ absl::StatusOr<SubmitResult> SchedulerCore::Submit(
     absl::MutexLock lock(&mu_);
     ActiveJob active;
     active.job = result.job;
+    metrics_->JobSubmitted(result.job.spec());
     jobs_.emplace(result.job.id(), std::move(active));
     wake_ = true;
     Changed();
@@ -471,7 +476,11 @@ absl::StatusOr<v1::Job> SchedulerCore::CancelJob(int64_t id,
     if (it != jobs_.end() && !it->second.terminal) {
       FinishJob(it->second, v1::JOB_STATE_CANCELLED, 0,
                 reason.empty() ? "cancelled by user" : reason);
-    } else if (it == jobs_.end()) {
+    } else if (it != jobs_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " already ended (",
+                       StateName(it->second.job.state()), ")"));
+    } else {
       ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", id, " already ended (", StateName(job.state()), ")"));

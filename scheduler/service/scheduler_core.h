@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "scheduler/placement/placement.h"
 #include "scheduler/service/log_store.h"
+#include "scheduler/service/scheduler_metrics.h"
 #include "scheduler/service/worker_session.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/submit_batcher.h"
@@ -79,6 +80,7 @@ class SchedulerCore {
   // returns the current change counter.
   uint64_t WaitForChange(uint64_t seen, absl::Duration timeout);
   LogStore& logs() { return logs_; }
+  SchedulerMetrics& metrics() { return *metrics_; }
 
  private:
   using AllocKey = std::tuple<int64_t, int32_t, int32_t>;  // job, attempt, node
@@ -138,10 +140,14 @@ class SchedulerCore {
   void Send(const std::string& worker_id, v1::SchedulerMessage message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ++version_; }
+  // scheduler_core_metrics.cc: the view's gauges, once per cycle.
+  void UpdateGauges(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* const store_;
   const SchedulerOptions options_;
   LogStore logs_;
+  const std::unique_ptr<SchedulerMetrics> metrics_ =
+      std::make_unique<SchedulerMetrics>();
   SubmitBatcher submits_;
 
   absl::Mutex mu_;

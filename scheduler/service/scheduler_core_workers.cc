@@ -110,6 +110,7 @@ void SchedulerCore::WorkerLost(const std::string& id,
                                const std::string& reason) {
   WorkerEntry& w = workers_[id];
   w.info.set_state(v1::WORKER_STATE_LOST);
+  metrics_->WorkerLost();
   store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
   if (w.session) {
     w.session->Close();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
 
@@ -38,6 +39,8 @@ absl::Status MergeConfigFile(const std::string& path,
       options.listen = value;
     } else if (key == "database_url") {
       options.database_url = value;
+    } else if (key == "metrics_listen") {
+      options.metrics_listen = value;
     } else if (key == "data_dir") {
       options.core.data_dir = value;
     } else if (key == "worker_timeout") {
@@ -89,6 +92,9 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
   server->core_ =
       std::make_unique<SchedulerCore>(server->store_.get(), options.core);
   RETURN_IF_ERROR(server->core_->Start());
+  ASSIGN_OR_RETURN(server->exposer_,
+                   StartExposer(options.metrics_listen,
+                                server->core_->metrics().collectables()));
 
   server->jobs_ = std::make_unique<JobServiceImpl>(server->core_.get());
   server->cluster_ = std::make_unique<ClusterServiceImpl>(server->core_.get());

@@ -6,6 +6,7 @@
 #define TUPA_SCHEDULER_SERVICE_SERVER_H_
 
 #include <grpcpp/grpcpp.h>
+#include <prometheus/exposer.h>
 
 #include <memory>
 #include <string>
@@ -20,11 +21,12 @@ struct SchedulerServerOptions {
   std::string listen = "0.0.0.0:50051";
   std::string database_url;
   int database_pool = 8;
+  std::string metrics_listen = ":9464";  // empty: no /metrics
   SchedulerOptions core;
 };
 
 // Merges a scheduler config file (YAML: listen, database_url, data_dir,
-// worker_timeout, policy) over `options`. InvalidArgument names the key.
+// worker_timeout, policy, metrics_listen) over `options`. InvalidArgument names the key.
 absl::Status MergeConfigFile(const std::string& path,
                              SchedulerServerOptions& options);
 
@@ -49,6 +51,7 @@ class SchedulerServer {
   std::unique_ptr<ClusterServiceImpl> cluster_;
   std::unique_ptr<WorkerServiceImpl> workers_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };
 

@@ -119,11 +119,7 @@ void Agent::Session() {
       heartbeat = heartbeat_;
     }
     if (!have && absl::Now() >= next_heartbeat) {
-      out.mutable_heartbeat();
-      for (const auto& d : options_.devices) {
-        v1::Device* sample = out.mutable_heartbeat()->add_devices();
-        sample->set_index(d.index());
-      }
+      metrics_->FillHeartbeat(out.mutable_heartbeat());
       next_heartbeat = absl::Now() + heartbeat;
       if (!stream->Write(out)) break;
       continue;
@@ -248,6 +244,7 @@ void Agent::OnAssign(const v1::Assign& assign) {
             << run.ranks.size() << " rank(s))";
   Node& node = nodes_[key];
   node.train = assign.spec().has_train();
+  node.devices.assign(assign.device_indexes().begin(), assign.device_indexes().end());
   node.runner = std::make_unique<NodeRunner>(std::move(run));
   node.runner->Start();
 }

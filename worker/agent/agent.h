@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "tupa/v1/worker_protocol.pb.h"
 #include "worker/agent/node_runner.h"
+#include "worker/agent/worker_metrics.h"
 
 namespace tupa::worker {
 
@@ -53,6 +54,7 @@ class Agent {
   // Serves until Stop(); reconnects whenever the stream breaks.
   void Run();
   void Stop();
+  WorkerMetrics& metrics() { return *metrics_; }
 
  private:
   using NodeKey = std::tuple<int64_t, int32_t, int32_t>;  // job, attempt, node
@@ -62,6 +64,7 @@ class Agent {
     bool train = false;
     std::string line_buffer;  // rank 0 output, for progress lines
     bool exited = false;
+    std::vector<int32_t> devices;  // assigned device indexes
   };
 
   // One stream's life; returns when it breaks or on Stop().
@@ -72,6 +75,9 @@ class Agent {
   void OnRankOutput(const NodeKey& key, int rank, const std::string& data);
   void Enqueue(v1::WorkerMessage message);
   v1::WorkerMessage MakeHello();
+  // agent_metrics.cc: which rank process groups hold which device.
+  std::vector<DeviceUse> DeviceUses();
+  std::unique_ptr<WorkerMetrics> MakeMetrics();
 
   const AgentOptions options_;
   absl::Mutex mu_;
@@ -80,6 +86,7 @@ class Agent {
   std::deque<v1::WorkerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  const std::unique_ptr<WorkerMetrics> metrics_ = MakeMetrics();  // last
 };
 
 }  // namespace tupa::worker

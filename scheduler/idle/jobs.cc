@@ -1,0 +1,112 @@
+#include "scheduler/idle/jobs.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/quantity.h"
+
+namespace tupa::scheduler::idle {
+namespace {
+
+// The region where `gpu_type` is cheapest among live workers ("" if none
+// runs it; ties go to the first region in name order).
+std::string CheapestRegion(const Snapshot& s, const std::string& gpu_type) {
+  std::map<std::string, double> price;  // region -> lowest price
+  for (const WorkerInfo& w : s.workers) {
+    if (w.gpu_type != gpu_type) continue;
+    auto [it, added] = price.emplace(w.region, w.price_per_gpu_hour);
+    if (!added) it->second = std::min(it->second, w.price_per_gpu_hour);
+  }
+  std::string best;
+  double best_price = 0;
+  for (const auto& [region, p] : price) {
+    if (best.empty() || p < best_price) {
+      best = region;
+      best_price = p;
+    }
+  }
+  return best;
+}
+
+std::string Needs(const PendingJob& j) {
+  return absl::StrCat(
+      j.nodes, j.nodes == 1 ? " node x " : " nodes x ", j.gpus_per_node,
+      " GPUs",
+      j.gpu_types.empty()
+          ? ""
+          : absl::StrCat(" of ", absl::StrJoin(j.gpu_types, "|")));
+}
+
+}  // namespace
+
+void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
+                    const PolicyState& previous, absl::Time now, Decisions* d) {
+  if (!policy.enabled) return;
+  std::map<std::pair<std::string, std::string>, ScaleUpRequest> by_pool;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> why;
+  for (const PendingJob& j : snapshot.pending) {
+    if (j.fits_live_worker) continue;
+    const absl::Time since = std::min(j.pending_since, now);
+    const absl::Duration waited =
+        since == absl::InfinitePast() ? absl::ZeroDuration() : now - since;
+    if (waited < policy.pending_after) continue;
+    auto asked = previous.scale_up_asked.find(j.job_id);
+    if (asked != previous.scale_up_asked.end() &&
+        now - asked->second < policy.pending_after) {
+      d->state.scale_up_asked[j.job_id] = asked->second;
+      continue;
+    }
+    d->state.scale_up_asked[j.job_id] = now;
+    const std::string type = j.gpu_types.empty() ? "" : j.gpu_types.front();
+    const std::string region =
+        type.empty() ? "" : CheapestRegion(snapshot, type);
+    ScaleUpRequest& r = by_pool[{region, type}];
+    r.region = region;
+    r.gpu_type = type;
+    r.gpus_needed += j.gpus_per_node * j.nodes;
+    r.job_ids.push_back(j.job_id);
+    why[{region, type}].push_back(absl::StrCat("job ", j.job_id, " pending ",
+                                               HumanDuration(waited), " needs ",
+                                               Needs(j)));
+  }
+  for (auto& [key, r] : by_pool) {
+    r.reason =
+        absl::StrCat("fits no live worker: ", absl::StrJoin(why[key], "; "));
+    d->scale_ups.push_back(std::move(r));
+  }
+}
+
+void DecideZombies(const ZombieJobPolicy& policy, double threshold,
+                   const Snapshot& snapshot, const PolicyState& previous,
+                   absl::Time now, Decisions* d) {
+  if (!policy.enabled) return;
+  for (const RunningJob& j : snapshot.running) {
+    if (!j.activity.has_value() || *j.activity >= threshold) continue;
+    auto low = previous.low_activity_since.find(j.job_id);
+    const absl::Time since =
+        low == previous.low_activity_since.end() ? now : low->second;
+    d->state.low_activity_since[j.job_id] = since;
+    const absl::Duration low_for = now - since;
+    if (low_for < policy.after) continue;
+    auto reported = previous.zombies.find(j.job_id);
+    if (reported != previous.zombies.end()) {
+      d->state.zombies[j.job_id] = reported->second;
+      continue;
+    }
+    d->state.zombies[j.job_id] = now;
+    ZombieJob z;
+    z.job_id = j.job_id;
+    z.worker_ids = j.worker_ids;
+    z.action = policy.action;
+    z.low_for = low_for;
+    z.reason =
+        absl::StrFormat("devices below %g activity for %s (peak now %.2f)",
+                        threshold, HumanDuration(low_for), *j.activity);
+    d->zombies.push_back(std::move(z));
+  }
+}
+
+}  // namespace tupa::scheduler::idle

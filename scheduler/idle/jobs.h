@@ -1,0 +1,27 @@
+// The job halves of Decide(): scale-up requests for pending jobs that fit
+// no live worker, and zombie jobs. Internal to tupa_idle (call Decide());
+// each appends to `d` and to `d->state`. Pure; thread-compatible.
+#ifndef TUPA_SCHEDULER_IDLE_JOBS_H_
+#define TUPA_SCHEDULER_IDLE_JOBS_H_
+
+#include "absl/time/time.h"
+#include "scheduler/idle/decide.h"
+
+namespace tupa::scheduler::idle {
+
+// A pending job that fits no live worker and has waited pending_after asks
+// for its pool once per pending_after. The pool is the job's first GPU type
+// in the region where that type is cheapest among live workers (any region
+// when none runs it); requests are grouped by pool.
+void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
+                    const PolicyState& previous, absl::Time now, Decisions* d);
+
+// A running job whose measured activity stays below `threshold` for
+// policy.after is reported once; unmeasured jobs never are.
+void DecideZombies(const ZombieJobPolicy& policy, double threshold,
+                   const Snapshot& snapshot, const PolicyState& previous,
+                   absl::Time now, Decisions* d);
+
+}  // namespace tupa::scheduler::idle
+
+#endif  // TUPA_SCHEDULER_IDLE_JOBS_H_

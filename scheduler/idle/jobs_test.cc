@@ -1,0 +1,233 @@
+#include "scheduler/idle/jobs.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scheduler/idle/test_util.h"
+
+namespace tupa::scheduler::idle {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using namespace ::tupa::scheduler::idle::testing;  // NOLINT: test builders
+
+WorkerInfo Priced(WorkerInfo w, double price) {
+  w.price_per_gpu_hour = price;
+  return w;
+}
+
+// --- scale-up ---
+
+struct ScaleUpCase {
+  std::string name;
+  std::vector<PendingJob> pending;
+  PolicyState previous;
+  std::vector<std::string> want_pools;
+  std::vector<int> want_gpus;
+};
+
+void PrintTo(const ScaleUpCase& c, std::ostream* os) { *os << c.name; }
+
+PolicyState Asked(int64_t job, absl::Duration ago) {
+  PolicyState s;
+  s.scale_up_asked[job] = Ago(ago);
+  return s;
+}
+
+PendingJob Gang(PendingJob j, int nodes) {
+  j.nodes = nodes;
+  return j;
+}
+
+std::vector<ScaleUpCase> ScaleUpCases() {
+  const absl::Duration k3m = absl::Minutes(3);
+  return {
+      {"FitsNoWorkerPastPendingAfterAsks",
+       {Gang(Pending(42, 2, {"H100"}, k3m), 2)},
+       {},
+       {"eu-west-1/H100"},
+       {4}},
+      {"NotBeforePendingAfter",
+       {Pending(42, 2, {"H100"}, absl::Minutes(1))},
+       {},
+       {},
+       {}},
+      {"JobThatFitsALiveWorkerDoesNotAsk",
+       {Pending(42, 2, {"H100"}, k3m, /*fits=*/true)},
+       {},
+       {},
+       {}},
+      {"AskedRecentlyDoesNotAskAgain",
+       {Pending(42, 2, {"H100"}, k3m)},
+       Asked(42, absl::Minutes(1)),
+       {},
+       {}},
+      {"AsksAgainAfterAnotherPendingAfter",
+       {Pending(42, 2, {"H100"}, k3m)},
+       Asked(42, absl::Minutes(2)),
+       {"eu-west-1/H100"},
+       {2}},
+      {"JobsOfOnePoolAreGrouped",
+       {Pending(42, 2, {"H100"}, k3m),
+        Pending(43, 8, {"H100", "A100-80GB"}, k3m)},
+       {},
+       {"eu-west-1/H100"},
+       {10}},
+      {"FirstAcceptableTypeChoosesPool",
+       {Pending(44, 1, {"A100-80GB", "H100"}, k3m)},
+       {},
+       {"sa-east-1/A100-80GB"},
+       {1}},
+      {"TypeNoWorkerRunsAsksAnyRegion",
+       {Pending(45, 1, {"B200"}, k3m)},
+       {},
+       {"/B200"},
+       {1}},
+      {"AnyTypeJobAsksAnyPool", {Pending(46, 3, {}, k3m)}, {}, {"/"}, {3}},
+  };
+}
+
+class ScaleUpCaseTest : public ::testing::TestWithParam<ScaleUpCase> {};
+
+TEST_P(ScaleUpCaseTest, Requests) {
+  const ScaleUpCase& c = GetParam();
+  Snapshot s;
+  s.workers = {Priced(Worker("a", "us-east-1", "H100"), 3.0),
+               Priced(Worker("b", "eu-west-1", "H100"), 2.5),
+               Worker("c", "sa-east-1", "A100-80GB")};
+  s.pending = c.pending;
+  Decisions d = Decide(Policy(), s, c.previous, Now());
+  std::vector<std::string> pools;
+  std::vector<int> gpus;
+  for (const ScaleUpRequest& r : d.scale_ups) {
+    pools.push_back(r.pool());
+    gpus.push_back(r.gpus_needed);
+  }
+  EXPECT_EQ(pools, c.want_pools);
+  EXPECT_EQ(gpus, c.want_gpus);
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, ScaleUpCaseTest,
+                         ::testing::ValuesIn(ScaleUpCases()),
+                         [](const ::testing::TestParamInfo<ScaleUpCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(ScaleUpTest, RequestNamesJobsAndWhy) {
+  Snapshot s;
+  s.pending = {Gang(Pending(42, 4, {"H100"}, absl::Minutes(3)), 2)};
+  Decisions d = Decide(Policy(), s, {}, Now());
+  ASSERT_EQ(d.scale_ups.size(), 1u);
+  EXPECT_THAT(d.scale_ups[0].job_ids, ElementsAre(42));
+  EXPECT_THAT(d.scale_ups[0].reason,
+              HasSubstr("job 42 pending 3m00s needs 2 nodes x 4 GPUs of H100"));
+  EXPECT_EQ(d.state.scale_up_asked.at(42), Now());
+}
+
+TEST(ScaleUpTest, DisabledAsksNothing) {
+  IdlePolicy p = Policy();
+  p.scale_up.enabled = false;
+  Snapshot s;
+  s.pending = {Pending(42, 4, {"H100"}, absl::Hours(1))};
+  EXPECT_THAT(Decide(p, s, {}, Now()).scale_ups, IsEmpty());
+}
+
+TEST(ScaleUpTest, PlacedJobIsForgotten) {
+  PolicyState prev = Asked(42, absl::Minutes(1));
+  Decisions d = Decide(Policy(), Snapshot{}, prev, Now());
+  EXPECT_THAT(d.state.scale_up_asked, IsEmpty());
+}
+
+// --- zombies ---
+
+RunningJob Running(int64_t id, std::optional<double> activity) {
+  RunningJob j;
+  j.job_id = id;
+  j.worker_ids = {"w1"};
+  j.started_at = Ago(absl::Hours(2));
+  j.activity = activity;
+  return j;
+}
+
+PolicyState LowSince(int64_t job, absl::Duration ago) {
+  PolicyState s;
+  s.low_activity_since[job] = Ago(ago);
+  return s;
+}
+
+TEST(ZombieTest, LowActivityPastAfterIsFlagged) {
+  Snapshot s;
+  s.workers = {WithJob(Worker("w1"), 7)};
+  s.running = {Running(7, 0.01)};
+  Decisions d = Decide(Policy(), s, LowSince(7, absl::Minutes(31)), Now());
+  ASSERT_EQ(d.zombies.size(), 1u);
+  EXPECT_EQ(d.zombies[0].job_id, 7);
+  EXPECT_EQ(d.zombies[0].action, ZombieJobPolicy::Action::kFlag);
+  EXPECT_EQ(d.zombies[0].low_for, absl::Minutes(31));
+  EXPECT_THAT(d.zombies[0].worker_ids, ElementsAre("w1"));
+  EXPECT_THAT(d.zombies[0].reason, HasSubstr("below 0.05 activity for 31m"));
+  // The job still holds its worker: a zombie is not an idle worker.
+  EXPECT_EQ(d.verdicts[0].verdict, Verdict::kBusy);
+}
+
+TEST(ZombieTest, CancelActionIsCarried) {
+  IdlePolicy p = Policy();
+  p.zombie_jobs.action = ZombieJobPolicy::Action::kCancel;
+  Snapshot s;
+  s.running = {Running(7, 0.0)};
+  Decisions d = Decide(p, s, LowSince(7, absl::Hours(1)), Now());
+  ASSERT_EQ(d.zombies.size(), 1u);
+  EXPECT_EQ(d.zombies[0].action, ZombieJobPolicy::Action::kCancel);
+}
+
+TEST(ZombieTest, FirstLowSampleStartsTheClock) {
+  Snapshot s;
+  s.running = {Running(7, 0.0)};
+  Decisions d = Decide(Policy(), s, {}, Now());
+  EXPECT_THAT(d.zombies, IsEmpty());
+  EXPECT_EQ(d.state.low_activity_since.at(7), Now());
+  Decisions later = Decide(Policy(), s, d.state, Now() + absl::Minutes(30));
+  EXPECT_EQ(later.zombies.size(), 1u);
+}
+
+TEST(ZombieTest, ReportedOnlyOnce) {
+  Snapshot s;
+  s.running = {Running(7, 0.0)};
+  Decisions d1 = Decide(Policy(), s, LowSince(7, absl::Hours(1)), Now());
+  ASSERT_EQ(d1.zombies.size(), 1u);
+  Decisions d2 = Decide(Policy(), s, d1.state, Now() + absl::Minutes(1));
+  EXPECT_THAT(d2.zombies, IsEmpty());
+  EXPECT_EQ(d2.state.zombies.at(7), Now());
+}
+
+TEST(ZombieTest, ActivityResetsTheClock) {
+  Snapshot s;
+  s.running = {Running(7, 0.5)};
+  Decisions d = Decide(Policy(), s, LowSince(7, absl::Hours(1)), Now());
+  EXPECT_THAT(d.zombies, IsEmpty());
+  EXPECT_THAT(d.state.low_activity_since, IsEmpty());
+}
+
+TEST(ZombieTest, UnmeasuredJobIsNeverAZombie) {
+  Snapshot s;
+  s.running = {Running(7, std::nullopt)};
+  Decisions d = Decide(Policy(), s, LowSince(7, absl::Hours(5)), Now());
+  EXPECT_THAT(d.zombies, IsEmpty());
+}
+
+TEST(ZombieTest, DisabledFlagsNothing) {
+  IdlePolicy p = Policy();
+  p.zombie_jobs.enabled = false;
+  Snapshot s;
+  s.running = {Running(7, 0.0)};
+  EXPECT_THAT(Decide(p, s, LowSince(7, absl::Hours(5)), Now()).zombies,
+              IsEmpty());
+}
+
+}  // namespace
+}  // namespace tupa::scheduler::idle

@@ -1,0 +1,54 @@
+// SchedulerCore::UpdateGauges: hands a snapshot of the view to
+// SchedulerMetrics at the end of every scheduling cycle.
+#include <algorithm>
+
+#include "scheduler/service/scheduler_core.h"
+
+namespace tupa::scheduler {
+
+void SchedulerCore::UpdateGauges(absl::Time now) {
+  MetricsView view;
+  view.cycle = absl::Now() - now;
+  for (const auto& [id, j] : jobs_) {
+    if (j.terminal) continue;
+    const v1::JobSpec& spec = j.job.spec();
+    MetricsView::Job job;
+    job.id = id;
+    job.team = spec.team();
+    job.state = j.job.state();
+    job.attempt = j.job.attempt();
+    job.has_progress = j.job.has_progress();
+    if (job.has_progress) job.progress = j.job.progress();
+    view.jobs.push_back(std::move(job));
+    if (j.job.state() != v1::JOB_STATE_PENDING) continue;
+    JobRequest r;
+    r.job_id = id;
+    r.gpus = spec.resources().gpus();
+    r.nodes = std::max(1, spec.resources().nodes());
+    r.gpu_types.assign(spec.resources().gpu_type().begin(),
+                       spec.resources().gpu_type().end());
+    r.cpu = spec.resources().cpu();
+    r.memory = spec.resources().memory_bytes();
+    r.labels.insert(spec.resources().labels().begin(),
+                    spec.resources().labels().end());
+    view.pending.push_back(std::move(r));
+  }
+  for (const auto& [key, a] : allocs_) {
+    auto j = jobs_.find(std::get<0>(key));
+    auto w = workers_.find(a.worker_id);
+    if (j == jobs_.end() || w == workers_.end() || a.devices.empty()) continue;
+    MetricsView::Allocation alloc;
+    alloc.team = j->second.job.spec().team();
+    alloc.user = j->second.job.spec().user();
+    for (const v1::Device& d : w->second.info.devices())
+      if (d.index() == a.devices[0]) alloc.gpu_type = d.gpu_type();
+    alloc.gpus = a.share * static_cast<double>(a.devices.size());
+    view.allocations.push_back(std::move(alloc));
+  }
+  view.nodes = NodeViews();
+  for (const auto& [id, w] : workers_)
+    view.workers.emplace_back(id, w.info.state());
+  metrics_->Update(view, now);
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,135 @@
+// SchedulerMetrics: every Prometheus family the scheduler exports, declared
+// in one place (docs/observability.md lists them with their labels).
+//
+// Counters and histograms are fed by one-line calls at the points where the
+// core changes state (JobSubmitted, JobPlaced, ...). Gauges that describe
+// the current view (jobs by state and team, GPUs per worker and type,
+// stranded GPUs, workers by state, training progress) are rebuilt as a
+// whole by Update() from a MetricsView the core takes under its lock at the
+// end of every scheduling cycle, so a job or worker that leaves the view
+// leaves /metrics too. GPU-seconds are accrued in Update() from the
+// allocations of the view. Thread-safe.
+#ifndef TUPA_SCHEDULER_SERVICE_SCHEDULER_METRICS_H_
+#define TUPA_SCHEDULER_SERVICE_SCHEDULER_METRICS_H_
+
+#include <google/protobuf/timestamp.pb.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "scheduler/placement/placement.h"
+#include "tupa/v1/cluster.pb.h"
+#include "tupa/v1/job.pb.h"
+
+namespace tupa::scheduler {
+
+// What Update() needs of the core's view; plain copies, no pointers in.
+struct MetricsView {
+  struct Job {
+    int64_t id = 0;
+    std::string team;
+    v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+    int32_t attempt = 0;
+    bool has_progress = false;
+    v1::Progress progress;
+  };
+  struct Allocation {  // one node of a job attempt holding devices
+    std::string team;
+    std::string user;
+    std::string gpu_type;
+    double gpus = 0;  // share x devices
+  };
+  std::vector<Job> jobs;  // not yet ended
+  std::vector<Allocation> allocations;
+  std::vector<NodeView> nodes;      // up or draining workers, free shares
+  std::vector<JobRequest> pending;  // pending jobs, as placement sees them
+  std::vector<std::pair<std::string, v1::WorkerState>> workers;
+  absl::Duration cycle;  // how long this scheduling cycle took
+};
+
+// Free GPUs (by worker and GPU type) that no pending GPU job could use:
+// free device shares on schedulable workers where no pending job's per-node
+// request (GPU count or share, type, CPU, memory, labels) fits now. Empty
+// when no GPU job pends (idle GPUs are then simply free, not stranded).
+std::map<std::pair<std::string, std::string>, double> StrandedGpus(
+    const std::vector<NodeView>& nodes, const std::vector<JobRequest>& pending);
+
+class SchedulerMetrics {
+ public:
+  SchedulerMetrics();
+  SchedulerMetrics(const SchedulerMetrics&) = delete;
+  SchedulerMetrics& operator=(const SchedulerMetrics&) = delete;
+
+  // What the exposer serves.
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
+
+  void JobSubmitted(const v1::JobSpec& spec);
+  // An attempt was assigned; its queue wait runs from submission (first
+  // attempt) or from the last requeue.
+  void JobPlaced(int64_t job_id, const std::string& team,
+                 const google::protobuf::Timestamp& created_at, absl::Time now);
+  void JobRequeued(int64_t job_id, const std::string& team, absl::Time now);
+  void JobFinished(int64_t job_id, const std::string& team, v1::JobState state);
+  void WorkerLost();
+
+  // Money, fed by the pricing integration (scheduler/pricing): the cost a
+  // team's allocations accrued, and the cost of GPUs that were up but idle.
+  // Nothing calls these until prices exist; the families are declared so
+  // dashboards and alerts can already name them.
+  void AddCost(const std::string& team, const std::string& user,
+               const std::string& gpu_type, const std::string& currency,
+               double amount);
+  void AddIdleCost(const std::string& gpu_type, const std::string& currency,
+                   double amount);
+  // A team's monthly budget (PriceCatalog::MonthlyBudget), for the
+  // burn-rate alert.
+  void SetTeamBudget(const std::string& team, const std::string& currency,
+                     double monthly_budget);
+
+  // Rebuilds every gauge from `view`, observes the cycle duration and
+  // accrues GPU-seconds for the time since the previous Update().
+  void Update(const MetricsView& view, absl::Time now);
+
+ private:
+  void TouchTeam(const std::string& team) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<GaugeSnapshot> gauges_;
+  prometheus::Family<prometheus::Counter>& submissions_;
+  prometheus::Family<prometheus::Counter>& placements_;
+  prometheus::Family<prometheus::Counter>& failures_;
+  prometheus::Family<prometheus::Counter>& requeues_;
+  prometheus::Family<prometheus::Counter>& finished_;
+  prometheus::Counter& workers_lost_;
+  prometheus::Family<prometheus::Counter>& gpu_seconds_;
+  prometheus::Family<prometheus::Counter>& gpu_seconds_idle_;
+  prometheus::Family<prometheus::Counter>& cost_;
+  prometheus::Family<prometheus::Counter>& idle_cost_;
+  prometheus::Family<prometheus::Gauge>& budget_;
+  prometheus::Family<prometheus::Histogram>& queue_wait_;
+  prometheus::Histogram& cycle_;
+
+  absl::Mutex mu_;
+  std::set<std::string> teams_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Time> requeued_at_ ABSL_GUARDED_BY(mu_);
+  // job -> (last step, when it last advanced), for the stall alert.
+  std::map<int64_t, std::pair<int64_t, absl::Time>> steps_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_update_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+}  // namespace tupa::scheduler
+
+#endif  // TUPA_SCHEDULER_SERVICE_SCHEDULER_METRICS_H_
