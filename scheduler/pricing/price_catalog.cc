@@ -118,7 +118,7 @@ absl::Status ParseHours(const YAML::Node& node, const Path& path,
                                          "\" (expected HH:MM-HH:MM such as "
                                          "22:00-06:00 or 00:00-24:00)"));
   }
-  if (start == end || (start == 0 && end == 0)) {
+  if (start == end) {
     return FieldError(path, absl::StrCat("empty window \"", s,
                                          "\" (use 00:00-24:00 for the "
                                          "whole day)"));

@@ -83,6 +83,11 @@ void SchedulerCore::Shutdown() {
 
 void SchedulerCore::Loop() {
   while (true) {
+    // Wake-ups (a submit, a node exit) make the next cycle come sooner, but
+    // not more often than every kMinCycleGap: a burst of submits then costs
+    // a few passes, not one each.
+    constexpr absl::Duration kMinCycleGap = absl::Milliseconds(20);
+    absl::SleepFor(kMinCycleGap);
     {
       absl::MutexLock lock(&mu_);
       auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -175,6 +180,10 @@ void SchedulerCore::Schedule(absl::Time now) {
     }
   }
   if (pending.empty()) return;
+  std::vector<NodeView> nodes = NodeViews();
+  bool any_schedulable = false;
+  for (const NodeView& n : nodes) any_schedulable |= n.schedulable;
+  if (!any_schedulable) return;  // nothing can start; keep the cycle cheap
   for (const auto& [key, a] : allocs_) {
     const int64_t job_id = std::get<0>(key);
     RunningJob& r = running[job_id];
@@ -202,7 +211,8 @@ void SchedulerCore::Schedule(absl::Time now) {
   PlacementOptions options;
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
-  PlacementPlan plan = PlaceJobs(NodeViews(), pending, running_list, options);
+  PlacementPlan plan =
+      PlaceJobs(std::move(nodes), pending, running_list, options);
   for (const JobPlacement& p : plan.placed) StartPlacement(p, now);
 }
 

@@ -216,25 +216,32 @@ absl::Status JobStore::Migrate() {
 
 namespace {
 
-// Inserts one job inside `w`, or reads back the job its key already names.
+// Inserts one job (and its first event, in the same statement) inside `w`,
+// or reads back the job its key already names. The new job is built from
+// `spec` rather than parsed back: submissions are the hot path.
 absl::StatusOr<SubmitResult> InsertJob(pqxx::work& w, const v1::JobSpec& spec,
                                        const std::string& key) {
   SubmitResult out;
   // ON CONFLICT DO NOTHING keeps a retried submit from failing the
   // transaction; the existing row is then read back.
   pqxx::result r = w.exec_params(
-      absl::StrCat("INSERT INTO jobs (name, user_name, team, priority, spec, "
-                   "state, idempotency_key) VALUES ($1, $2, $3, $4, "
-                   "$5::jsonb, 'PENDING', NULLIF($6, '')) "
-                   "ON CONFLICT (idempotency_key) WHERE idempotency_key IS "
-                   "NOT NULL DO NOTHING RETURNING ",
-                   kJobColumns),
+      "WITH job AS (INSERT INTO jobs (name, user_name, team, priority, spec, "
+      "state, idempotency_key) VALUES ($1, $2, $3, $4, $5::jsonb, 'PENDING', "
+      "NULLIF($6, '')) ON CONFLICT (idempotency_key) WHERE idempotency_key IS "
+      "NOT NULL DO NOTHING RETURNING id, created_at), "
+      "event AS (INSERT INTO job_events (job_id, attempt, state, message) "
+      "SELECT id, 1, 'PENDING', 'submitted' FROM job) "
+      "SELECT id, (extract(epoch FROM created_at) * 1000)::bigint FROM job",
       spec.name(), spec.user(), spec.team(), spec.priority(), ToJson(spec),
       key);
   if (!r.empty()) {
-    out.job = RowToJob(r[0]);
+    out.job.set_id(r[0][0].as<int64_t>());
+    *out.job.mutable_spec() = spec;
+    out.job.set_state(v1::JOB_STATE_PENDING);
+    out.job.set_attempt(1);
+    out.job.set_idempotency_key(key);
+    *out.job.mutable_created_at() = FromMillis(r[0][1].as<int64_t>());
     out.created = true;
-    InsertEvent(w, out.job.id(), 1, "PENDING", "submitted");
     return out;
   }
   r = w.exec_params(absl::StrCat("SELECT ", kJobColumns,

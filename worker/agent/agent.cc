@@ -118,10 +118,13 @@ void Agent::Session() {
       }
       heartbeat = heartbeat_;
     }
-    if (!have && absl::Now() >= next_heartbeat) {
-      metrics_->FillHeartbeat(out.mutable_heartbeat());
+    // Heartbeats carry device samples: due ones go even while a chatty job
+    // keeps the outbox full (the queued message is sent next).
+    if (absl::Now() >= next_heartbeat) {
+      v1::WorkerMessage beat;
+      metrics_->FillHeartbeat(beat.mutable_heartbeat());
       next_heartbeat = absl::Now() + heartbeat;
-      if (!stream->Write(out)) break;
+      if (!stream->Write(beat)) break;
       continue;
     }
     if (!have) continue;

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Durable job submissions/s over gRPC with 32 concurrent clients, against
+# pgbench's single-row INSERT tps at 32 clients on the SAME PostgreSQL, in
+# the same run (BENCHMARKS.md). synchronous_commit stays on for both.
+# Prints one JSON line per round and a final median line:
+#   {"bench": "submit", "clients": 32, "jobs_per_s": ..., "pgbench_tps": ..., "ratio": ...}
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${TUPA_BIN_DIR:-$ROOT/build/bin}
+CLIENTS=${CLIENTS:-32}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-8}
+ROUNDS=${ROUNDS:-3}
+PGBIN=/usr/lib/postgresql/15/bin
+
+work=$(mktemp -d /tmp/tupa-bench-submit.XXXXXX)
+chmod 755 "$work"
+sched_pid=
+cleanup() {
+  [[ -n $sched_pid ]] && kill "$sched_pid" 2>/dev/null && wait "$sched_pid" 2>/dev/null || true
+  "$ROOT/scripts/pg" stop "$work/pg" >/dev/null 2>&1 || true
+  "$ROOT/scripts/pg" purge "$work/pg" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+TUPA_PG_SYNCHRONOUS_COMMIT=on "$ROOT/scripts/pg" start "$work/pg" >/dev/null
+url=$("$ROOT/scripts/pg" url "$work/pg")
+psql "$url" -qAt -c "CREATE TABLE IF NOT EXISTS bench_rows (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)"
+echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
+  --data-dir "$work/scheduler" >"$work/scheduler.log" 2>&1 &
+sched_pid=$!
+for _ in $(seq 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.1
+done
+
+results=()
+for round in $(seq "$ROUNDS"); do
+  tps=$("$PGBIN/pgbench" -n -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" -f "$work/insert.sql" "$url" 2>/dev/null \
+        | awk '/^tps/ {print $3; exit}')
+  jobs=$("$BIN/tupa-bench-submit-load" "127.0.0.1:$port" "$CLIENTS" "$SECONDS_PER_RUN" \
+         | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs_per_s"])')
+  ratio=$(python3 -c "print(round($jobs / $tps, 3))")
+  echo "{\"bench\": \"submit_round\", \"round\": $round, \"clients\": $CLIENTS, \"jobs_per_s\": $jobs, \"pgbench_tps\": $tps, \"ratio\": $ratio}"
+  results+=("$jobs $tps")
+done
+printf '%s\n' "${results[@]}" | python3 -c '
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
+jobs = statistics.median(r[0] for r in rows)
+tps = statistics.median(r[1] for r in rows)
+print("{\"bench\": \"submit\", \"clients\": %d, \"jobs_per_s\": %.1f, \"pgbench_tps\": %.1f, \"ratio\": %.3f}"
+      % ('"$CLIENTS"', jobs, tps, jobs / tps))'
