@@ -46,6 +46,14 @@ const Command kCommands[] = {
      RunWorkers, absl::ZeroDuration()},
     {"drain", "tupa drain WORKER", "stop placing new work on a worker", NoFlags,
      RunDrain, absl::ZeroDuration()},
+    {"cost",
+     "tupa cost [--by team|user|gpu-type|region|day|job] [--since WHEN] "
+     "[--until WHEN]",
+     "money spent per group, with totals and idle cost", AddCostFlags, RunCost,
+     absl::ZeroDuration()},
+    {"estimate", "tupa estimate [-f job.yaml] [flags] [-- CMD ARGS]",
+     "cost and finish time per region and GPU type; submits nothing",
+     AddEstimateFlags, RunEstimate, absl::ZeroDuration()},
 };
 
 const Command* FindCommand(absl::string_view name) {

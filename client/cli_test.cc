@@ -149,6 +149,40 @@ TEST(CliTest, BadArgumentsToOtherCommandsExitTwo) {
   EXPECT_FALSE(scheduler.Connected());
 }
 
+TEST(CliTest, BadCostAndEstimateInputExitsTwoNamingTheFieldAndSendsNothing) {
+  const std::string negative_gpus = WriteFile(
+      "cli_test_estimate.yaml", "command: [echo]\nresources: {gpus: -4}\n");
+  const BadInput cases[] = {
+      {"unknown group", {"cost", "--by", "month"}, "--by"},
+      {"empty group", {"cost", "--by="}, "--by"},
+      {"word for since", {"cost", "--since", "yesterday"}, "--since"},
+      {"negative since", {"cost", "--since", "-7d"}, "--since"},
+      {"bad date", {"cost", "--until", "2026-13-01"}, "--until"},
+      {"since after until",
+       {"cost", "--since", "1d", "--until", "2d"},
+       "--since"},
+      {"since in the future", {"cost", "--since", "2999-01-01"}, "--since"},
+      {"stray argument", {"cost", "team"}, "team"},
+      {"bad gpus", {"estimate", "--gpus", "-1", "--", "echo"}, "--gpus"},
+      {"bad money",
+       {"estimate", "--max-cost", "x", "--", "echo"},
+       "--max-cost"},
+      {"no command", {"estimate", "--gpus", "1"}, "command"},
+      {"bad YAML field", {"estimate", "-f", negative_gpus}, "resources.gpus"},
+  };
+  Listener scheduler;
+  for (const BadInput& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.push_back("--scheduler=" + scheduler.address());
+    const Result r = RunTupa(args);
+    EXPECT_EQ(r.code, kExitUsage) << c.what << ": " << r.err;
+    EXPECT_NE(r.err.find(c.field), std::string::npos)
+        << c.what << ": expected \"" << c.field << "\" in: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.what;
+  }
+  EXPECT_FALSE(scheduler.Connected()) << "bad input reached the scheduler";
+}
+
 TEST(CliTest, DryRunPrintsTheMergedSpecAsJson) {
   const Result r =
       RunTupa({"submit", "--dry-run", "--gpus", "2", "--nodes", "2",
@@ -186,6 +220,17 @@ TEST(CliTest, HelpAndVersionExitZero) {
   EXPECT_EQ(help.code, kExitOk);
   EXPECT_NE(help.out.find("--gpu-type"), std::string::npos);
   EXPECT_EQ(RunTupa({"help", "logs"}).code, kExitOk);
+  const Result cost = RunTupa({"help", "cost"});
+  EXPECT_EQ(cost.code, kExitOk);
+  EXPECT_NE(cost.out.find("--since WHEN"), std::string::npos) << cost.out;
+  EXPECT_NE(cost.out.find("gpu-type"), std::string::npos) << cost.out;
+  const Result estimate = RunTupa({"estimate", "--help"});
+  EXPECT_EQ(estimate.code, kExitOk);
+  EXPECT_NE(estimate.out.find("--max-runtime"), std::string::npos);
+  EXPECT_EQ(estimate.out.find("--idempotency-key"), std::string::npos);
+  const Result general = RunTupa({"help"});
+  EXPECT_NE(general.out.find("  estimate  "), std::string::npos);
+  EXPECT_NE(general.out.find("  cost      "), std::string::npos);
 }
 
 TEST(CliTest, NoCommandIsUsageError) {

@@ -47,6 +47,14 @@ void AddWorkersFlags(FlagSet& flags);
 absl::Status RunWorkers(CommandContext& context, const ParsedArgs& args);
 absl::Status RunDrain(CommandContext& context, const ParsedArgs& args);
 
+// `cost` and `estimate`. A scheduler without the money API (UNIMPLEMENTED)
+// is reported as such, exit 1. `estimate` fails (exit 1) when no region or
+// GPU type can run the spec.
+void AddCostFlags(FlagSet& flags);
+absl::Status RunCost(CommandContext& context, const ParsedArgs& args);
+void AddEstimateFlags(FlagSet& flags);
+absl::Status RunEstimate(CommandContext& context, const ParsedArgs& args);
+
 // A fresh random idempotency key: 128 bits as 32 hex digits.
 std::string NewIdempotencyKey();
 

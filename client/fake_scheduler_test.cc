@@ -7,9 +7,11 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/cli.h"
 #include "client/exit_codes.h"
 #include "tupa/v1/cluster.grpc.pb.h"
@@ -26,6 +28,7 @@ using grpc::StatusCode;
 constexpr int64_t kSucceeds = 1;
 constexpr int64_t kFails = 2;
 constexpr int64_t kNeverEnds = 3;
+constexpr int64_t kPriced = 6;
 constexpr int64_t kForbidden = 403;
 constexpr int64_t kMissing = 404;
 
@@ -76,6 +79,11 @@ class FakeJobs final : public v1::JobService::Service {
     p->set_worker_id("worker-7");
     p->add_device_indexes(0);
     p->add_device_indexes(1);
+    if (request->id() == kPriced) {
+      job->set_gpu_seconds(7200);
+      job->set_cost("5.805");
+      job->set_currency("USD");
+    }
     return Status::OK;
   }
   Status ListJobs(ServerContext*, const v1::ListJobsRequest* request,
@@ -84,6 +92,8 @@ class FakeJobs final : public v1::JobService::Service {
     last_list = *request;
     *response->add_jobs() = MakeJob(1, v1::JOB_STATE_RUNNING);
     *response->add_jobs() = MakeJob(2, v1::JOB_STATE_PENDING);
+    response->mutable_jobs(0)->set_cost("12.3456");
+    response->mutable_jobs(0)->set_currency("USD");
     return Status::OK;
   }
   Status CancelJob(ServerContext*, const v1::CancelJobRequest* request,
@@ -128,7 +138,59 @@ class FakeJobs final : public v1::JobService::Service {
     return Status::OK;
   }
 
+  Status GetCostReport(ServerContext*, const v1::CostReportRequest* request,
+                       v1::CostReport* report) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!money_api) return Status(StatusCode::UNIMPLEMENTED, "");
+    last_cost = *request;
+    report->set_currency("USD");
+    report->set_group_by(request->group_by());
+    *report->mutable_since() = request->since();
+    *report->mutable_until() = request->until();
+    v1::CostRow* a = report->add_rows();
+    a->set_key("a100-80gb");
+    a->set_gpu_seconds(27000);
+    a->set_cost("21.754999");
+    v1::CostRow* b = report->add_rows();
+    b->set_key("t4");
+    b->set_gpu_seconds(9000);
+    b->set_cost("8.25");
+    report->set_total("30.004999");
+    report->set_total_gpu_seconds(36000);
+    report->set_idle_cost("2.125");
+    report->set_idle_gpu_seconds(3600);
+    return Status::OK;
+  }
+  Status EstimateJob(ServerContext*, const v1::EstimateJobRequest* request,
+                     v1::EstimateJobResponse* response) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!money_api) return Status(StatusCode::UNIMPLEMENTED, "");
+    last_estimate = *request;
+    if (request->spec().name() == "nowhere") return Status::OK;
+    response->set_currency("USD");
+    // Slack so that the CLI, which read the clock first, sees 2h05m.
+    const absl::Time finish = absl::Now() + absl::Seconds(7500 + 30);
+    for (const auto& [region, type, price, cost] :
+         {std::make_tuple("sa-east-1", "A100-80GB", "2.03", "8.4583333"),
+          std::make_tuple("us-east-1", "A100-80GB", "2.90", "12.083333")}) {
+      v1::Estimate* e = response->add_estimates();
+      e->set_region(region);
+      e->set_gpu_type(type);
+      e->set_offering("on-demand");
+      e->set_price_per_gpu_hour(price);
+      e->set_cost(cost);
+      e->mutable_duration()->set_seconds(7500);
+      e->mutable_finish_at()->set_seconds(absl::ToUnixSeconds(finish));
+      e->set_basis("max_runtime");
+      e->set_fits_now(region == std::string("sa-east-1"));
+    }
+    return Status::OK;
+  }
+
   std::mutex mu;
+  bool money_api = true;  // false: a scheduler from before GetCostReport
+  v1::CostReportRequest last_cost;
+  v1::EstimateJobRequest last_estimate;
   int unavailable_left = 0;
   std::vector<std::string> keys;
   std::string authorization;
@@ -150,6 +212,9 @@ class FakeCluster final : public v1::ClusterService::Service {
       d->set_emulated(true);
     }
     w->add_running_jobs(7);
+    w->set_offering("spot");
+    w->set_price_per_gpu_hour("0.35");
+    w->set_currency("USD");
     if (request->include_offline()) {
       response->add_workers()->set_id("worker-2");
       response->mutable_workers(1)->set_state(v1::WORKER_STATE_LOST);
@@ -324,12 +389,120 @@ TEST_F(FakeSchedulerTest, WorkersTableAndDrain) {
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("1/2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("T4 (emulated)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("spot      0.35 USD"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("worker-2"), std::string::npos);
   EXPECT_NE(Tupa({"workers", "--all"}).out.find("LOST"), std::string::npos);
   const Result drain = Tupa({"drain", "worker-1"});
   EXPECT_EQ(drain.code, kExitOk);
   EXPECT_EQ(drain.out, "worker worker-1 DRAINING\n");
   EXPECT_EQ(Tupa({"drain", "nope"}).code, kExitNotFound);
+}
+
+TEST_F(FakeSchedulerTest, GetShowsGpuHoursAndCostWithCurrency) {
+  const Result r = Tupa({"get", "6"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("gpu_hours:  2.00 (7200 GPU-seconds)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("cost:       5.80 USD (exactly 5.805)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(Tupa({"get", "5"}).out.find("cost:"), std::string::npos);
+}
+
+TEST_F(FakeSchedulerTest, ListHasACostColumnBlankWithoutACost) {
+  const Result r = Tupa({"list"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("  COST  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  12.35 USD\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("USD", r.out.find("USD") + 1), std::string::npos)
+      << r.out;
+}
+
+TEST_F(FakeSchedulerTest, CostSendsGroupAndWindowAndPrintsTheTable) {
+  const Result r = Tupa({"cost", "--by", "gpu-type", "--since", "2026-11-25",
+                         "--until", "2026-12-02T00:00:00Z"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(jobs_.last_cost.group_by(), "gpu-type");
+  EXPECT_EQ(jobs_.last_cost.since().seconds(), 1'795'564'800);  // 11-25
+  EXPECT_EQ(jobs_.last_cost.until().seconds(), 1'796'169'600);  // 12-02
+  EXPECT_EQ(r.out,
+            "cost by gpu-type, 2026-11-25 .. 2026-12-02 (USD)\n"
+            "KEY        GPU-HOURS  COST       SHARE\n"
+            "a100-80gb  7.50       21.75 USD  72.5%\n"
+            "t4         2.50       8.25 USD   27.5%\n"
+            "TOTAL      10.00      30.00 USD  100.0%\n"
+            "IDLE       1.00       2.12 USD\n");
+}
+
+TEST_F(FakeSchedulerTest, CostDefaultsToTeamsOverTheLastWeek) {
+  const absl::Time before = absl::Now();
+  const Result r = Tupa({"cost"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(jobs_.last_cost.group_by(), "team");
+  const int64_t until = jobs_.last_cost.until().seconds();
+  EXPECT_EQ(until - jobs_.last_cost.since().seconds(), 7 * 86400);
+  EXPECT_GE(until, absl::ToUnixSeconds(before));
+  EXPECT_TRUE(absl::StartsWith(r.out, "cost by team, ")) << r.out;
+}
+
+TEST_F(FakeSchedulerTest, CostDurationSinceMeansThatLongAgo) {
+  const absl::Time before = absl::Now();
+  EXPECT_EQ(Tupa({"cost", "--since", "36h"}).code, kExitOk);
+  const int64_t since = jobs_.last_cost.since().seconds();
+  EXPECT_GE(since, absl::ToUnixSeconds(before - absl::Hours(36)) - 1);
+  EXPECT_LE(since, absl::ToUnixSeconds(absl::Now() - absl::Hours(36)));
+}
+
+TEST_F(FakeSchedulerTest, CostJsonKeepsTheSchedulersExactAmounts) {
+  const Result r = Tupa({"cost", "-o", "json"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("\"total\": \"30.004999\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"cost\": \"21.754999\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"idle_cost\": \"2.125\""), std::string::npos);
+}
+
+TEST_F(FakeSchedulerTest, EstimateSendsTheSpecSubmitWouldAndKeepsTheOrder) {
+  const Result r = Tupa({"estimate", "--gpus", "2", "--max-runtime", "2h5m",
+                         "--gpu-type", "A100-80GB", "--", "python", "t.py"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  const v1::JobSpec& spec = jobs_.last_estimate.spec();
+  EXPECT_EQ(spec.resources().gpus(), 2);
+  EXPECT_EQ(spec.resources().nodes(), 1);  // defaults applied, as in submit
+  EXPECT_EQ(spec.max_runtime().seconds(), 7500);
+  ASSERT_EQ(spec.command_size(), 2);
+  EXPECT_EQ(
+      r.out,
+      "REGION     GPU-TYPE   OFFERING   PRICE/GPU-H  COST       DURATION  "
+      "FINISH    BASIS        FITS-NOW\n"
+      "sa-east-1  A100-80GB  on-demand  2.03 USD     8.46 USD   2h05m     "
+      "in 2h05m  max_runtime  yes\n"
+      "us-east-1  A100-80GB  on-demand  2.90 USD     12.08 USD  2h05m     "
+      "in 2h05m  max_runtime  no\n");
+  const Result json =
+      Tupa({"estimate", "-o", "json", "--gpus", "2", "--", "python", "t.py"});
+  EXPECT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_NE(json.out.find("\"cost\": \"8.4583333\""), std::string::npos)
+      << json.out;
+}
+
+TEST_F(FakeSchedulerTest, EstimateWithNowhereToRunExitsOne) {
+  const Result r =
+      Tupa({"estimate", "--name", "nowhere", "--gpus", "1", "--", "echo"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("no region or GPU type"), std::string::npos) << r.err;
+}
+
+TEST_F(FakeSchedulerTest, OldSchedulerWithoutTheMoneyApiExitsOneSayingSo) {
+  jobs_.money_api = false;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"cost"},
+        std::vector<std::string>{"estimate", "--gpus", "1", "--", "echo"}}) {
+    const Result r = Tupa(args);
+    EXPECT_EQ(r.code, kExitFailed) << args[0];
+    EXPECT_NE(r.err.find("does not support"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("upgrade the scheduler"), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(FakeSchedulerTest, GlobalFlagsMayComeBeforeTheCommand) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/money.h"
 #include "client/output.h"
 #include "common/quantity.h"
 
@@ -66,6 +67,17 @@ std::string ProgressLine(const v1::Progress& p, absl::Time now) {
                     absl::StrFormat("%.2f%%", 100 * p.test_accuracy()));
   if (p.has_updated_at())
     absl::StrAppend(&s, " (", HumanAgo(ToTime(p.updated_at()), now), ")");
+  return s;
+}
+
+// Rounded to cents; the exact amount follows when rounding changed it, so
+// a short job does not read as free.
+std::string CostLine(const v1::Job& job) {
+  std::string s = FormatMoney(job.cost(), job.currency());
+  const size_t dot = job.cost().find('.');
+  if (dot != std::string::npos && job.cost().size() > dot + 3 &&
+      job.cost().find_first_not_of('0', dot + 3) != std::string::npos)
+    absl::StrAppend(&s, " (exactly ", job.cost(), ")");
   return s;
 }
 
@@ -156,13 +168,14 @@ std::string JobAgeOrRuntime(const v1::Job& job, absl::Time now) {
 
 std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now) {
   Table table({"ID", "NAME", "USER", "TEAM", "STATE", "ATTEMPT", "GPUS",
-               "AGE/RUNTIME", "PROGRESS", "MESSAGE"});
+               "AGE/RUNTIME", "COST", "PROGRESS", "MESSAGE"});
   for (const v1::Job& job : jobs) {
     table.AddRow({absl::StrCat(job.id()), OrDash(job.spec().name()),
                   OrDash(job.spec().user()), OrDash(job.spec().team()),
                   JobStateName(job.state()), absl::StrCat(job.attempt()),
                   JobGpus(job.spec()), JobAgeOrRuntime(job, now),
-                  JobProgress(job), Truncate(job.message(), kMessageWidth)});
+                  FormatMoney(job.cost(), job.currency()), JobProgress(job),
+                  Truncate(job.message(), kMessageWidth)});
   }
   return table.Render();
 }
@@ -175,6 +188,8 @@ std::string RenderJobDetails(const v1::Job& job, absl::Time now) {
   kv.emplace_back("user", OrDash(spec.user()));
   kv.emplace_back("team", OrDash(spec.team()));
   kv.emplace_back("state", JobStateName(job.state()));
+  if (!job.pending_reason().empty())
+    kv.emplace_back("pending_reason", job.pending_reason());
   kv.emplace_back("attempt", absl::StrCat(job.attempt(), " (retries ",
                                           spec.retries(), ")"));
   kv.emplace_back("priority", absl::StrCat(spec.priority()));
@@ -205,6 +220,13 @@ std::string RenderJobDetails(const v1::Job& job, absl::Time now) {
   if (IsTerminal(job.state()))
     kv.emplace_back("exit_code", absl::StrCat(job.exit_code()));
   if (!job.message().empty()) kv.emplace_back("message", job.message());
+  if (job.gpu_seconds() > 0 || !job.cost().empty()) {
+    kv.emplace_back("gpu_hours",
+                    absl::StrCat(FormatGpuHours(job.gpu_seconds()), " (",
+                                 absl::StrFormat("%.0f", job.gpu_seconds()),
+                                 " GPU-seconds)"));
+  }
+  if (!job.cost().empty()) kv.emplace_back("cost", CostLine(job));
   if (job.has_progress() &&
       (job.progress().step() > 0 || job.progress().test_accuracy() > 0))
     kv.emplace_back("progress", ProgressLine(job.progress(), now));

@@ -38,12 +38,14 @@ std::string JobProgress(const v1::Job& job);
 // waited (age). "" when the job has no creation time.
 std::string JobAgeOrRuntime(const v1::Job& job, absl::Time now);
 
-// The `list` table: ID NAME USER TEAM STATE ATTEMPT GPUS AGE/RUNTIME
-// PROGRESS MESSAGE.
+// The `list` table: ID NAME USER TEAM STATE ATTEMPT GPUS AGE/RUNTIME COST
+// PROGRESS MESSAGE. COST is rounded to cents with the currency, blank
+// without a price catalog.
 std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now);
 
 // The `get` block: one "key: value" line per field, placements and
-// progress included.
+// progress included; pending_reason, gpu_hours and cost when the scheduler
+// sent them.
 std::string RenderJobDetails(const v1::Job& job, absl::Time now);
 
 }  // namespace tupa::client

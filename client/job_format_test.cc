@@ -82,12 +82,46 @@ TEST(JobFormatTest, JobsTableIsAligned) {
   b.set_message("rank 0\nexited with code 1");
   b.mutable_spec()->mutable_resources()->set_gpus(0.5);
   b.mutable_spec()->mutable_resources()->set_nodes(1);
+  b.set_cost("1.005");
+  b.set_currency("USD");
   EXPECT_EQ(RenderJobsTable({a, b}, kNow),
             "ID  NAME    USER  TEAM    STATE    ATTEMPT  GPUS  AGE/RUNTIME  "
-            "PROGRESS  MESSAGE\n"
+            "COST      PROGRESS  MESSAGE\n"
             "7   fmnist  ana   vision  RUNNING  2        2x2   5s\n"
             "12  -       -     -       FAILED   1        0.5                "
-            "          rank 0 exited with code 1\n");
+            "1.00 USD            rank 0 exited with code 1\n");
+}
+
+TEST(JobFormatTest, DetailsShowUsageCostAndPendingReason) {
+  v1::Job job;
+  job.set_id(4);
+  job.set_state(v1::JOB_STATE_RUNNING);
+  SetTime(job.mutable_started_at(), kNow - absl::Minutes(45));
+  job.set_gpu_seconds(5400);
+  job.set_cost("4.355");
+  job.set_currency("BRL");
+  std::string text = RenderJobDetails(job, kNow);
+  EXPECT_NE(text.find("gpu_hours:  1.50 (5400 GPU-seconds)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cost:       4.36 BRL (exactly 4.355)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("pending_reason"), std::string::npos) << text;
+  job.set_cost("4.3500");
+  text = RenderJobDetails(job, kNow);
+  EXPECT_NE(text.find("cost:       4.35 BRL\n"), std::string::npos) << text;
+
+  v1::Job held;
+  held.set_id(5);
+  held.set_state(v1::JOB_STATE_PENDING);
+  held.set_pending_reason("BUDGET");
+  text = RenderJobDetails(held, kNow);
+  EXPECT_NE(text.find("state:           PENDING\npending_reason:  BUDGET\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("gpu_hours"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cost"), std::string::npos) << text;
 }
 
 TEST(JobFormatTest, DetailsIncludePlacementsProgressAndExitCode) {
@@ -138,10 +172,21 @@ TEST(WorkerFormatTest, WorkersTableShowsAllocationTypesAndJobs) {
   w.add_running_jobs(4);
   w.add_running_jobs(9);
   EXPECT_EQ(RenderWorkersTable({w}, kNow),
-            "ID        STATE  REGION   GPUS   TYPE  UTIL     CPU  MEM   "
-            "ADDRESS   LAST-SEEN  JOBS\n"
-            "worker-1  UP     eu-west  1.5/4  H100  20% 1Gi  16   64Gi  "
-            "10.0.0.5  2s ago     4,9\n");
+            "ID        STATE  REGION   GPUS   TYPE  OFFERING  PRICE/GPU-H  "
+            "UTIL     CPU  MEM   ADDRESS   LAST-SEEN  JOBS\n"
+            "worker-1  UP     eu-west  1.5/4  H100  -         -            "
+            "20% 1Gi  16   64Gi  10.0.0.5  2s ago     4,9\n");
+}
+
+TEST(WorkerFormatTest, PricedWorkerShowsOfferingAndPriceWithCurrency) {
+  v1::Worker w;
+  w.set_id("sp-1");
+  w.set_state(v1::WORKER_STATE_UP);
+  w.set_offering("spot");
+  w.set_price_per_gpu_hour("2.0300");
+  w.set_currency("USD");
+  const std::string text = RenderWorkersTable({w}, kNow);
+  EXPECT_NE(text.find("  spot      2.03 USD  "), std::string::npos) << text;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/money.h"
 #include "client/output.h"
 #include "common/quantity.h"
 
@@ -46,14 +47,19 @@ std::string WorkerStateName(v1::WorkerState state) {
 
 std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
                                absl::Time now) {
-  Table table({"ID", "STATE", "REGION", "GPUS", "TYPE", "UTIL", "CPU", "MEM",
-               "ADDRESS", "LAST-SEEN", "JOBS"});
+  Table table({"ID", "STATE", "REGION", "GPUS", "TYPE", "OFFERING",
+               "PRICE/GPU-H", "UTIL", "CPU", "MEM", "ADDRESS", "LAST-SEEN",
+               "JOBS"});
   for (const v1::Worker& w : workers) {
     table.AddRow(
         {w.id(), WorkerStateName(w.state()),
          w.region().empty() ? "-" : w.region(),
          absl::StrCat(FormatCount(w.gpus_allocated()), "/", w.devices_size()),
-         DeviceTypes(w), DeviceUse(w), FormatCount(w.cpu()),
+         DeviceTypes(w), w.offering().empty() ? "-" : w.offering(),
+         w.price_per_gpu_hour().empty()
+             ? "-"
+             : FormatPrice(w.price_per_gpu_hour(), w.currency()),
+         DeviceUse(w), FormatCount(w.cpu()),
          w.memory_bytes() > 0 ? HumanMemory(w.memory_bytes()) : "-",
          w.address().empty() ? "-" : w.address(),
          HumanAgo(ToTime(w.last_seen()), now),

@@ -13,7 +13,8 @@ namespace tupa::client {
 // "UP" for WORKER_STATE_UP.
 std::string WorkerStateName(v1::WorkerState state);
 
-// The `workers` table: ID STATE REGION GPUS(alloc/total) TYPE
+// The `workers` table: ID STATE REGION GPUS(alloc/total) TYPE OFFERING
+// PRICE/GPU-H(now, with currency; "-" without a price catalog)
 // UTIL(mean device utilisation, device memory used) CPU MEM ADDRESS
 // LAST-SEEN JOBS.
 std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,

@@ -24,6 +24,8 @@ ABSL_FLAG(std::string, worker_timeout, "15s",
 ABSL_FLAG(std::string, metrics_listen, ":9464",
           "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, config, "", "scheduler config YAML merged over flags");
+ABSL_FLAG(std::string, pricing, "",
+          "price catalog YAML (or `pricing:` in --config); see deploy/pricing.example.yaml");
 ABSL_FLAG(std::string, policy, "tupa", "placement policy: firstfit|bestfit|tupa");
 
 int main(int argc, char** argv) {
@@ -58,6 +60,14 @@ int main(int argc, char** argv) {
       policy == "firstfit"  ? tupa::scheduler::PlacementOptions::Policy::kFirstFit
       : policy == "bestfit" ? tupa::scheduler::PlacementOptions::Policy::kBestFit
                             : tupa::scheduler::PlacementOptions::Policy::kTupa;
+  if (!absl::GetFlag(FLAGS_pricing).empty()) {
+    absl::Status s = tupa::scheduler::LoadPricingFile(
+        absl::GetFlag(FLAGS_pricing), options);
+    if (!s.ok()) {
+      std::cerr << "tupa-scheduler: " << s.message() << "\n";
+      return 2;
+    }
+  }
   if (!absl::GetFlag(FLAGS_config).empty()) {
     absl::Status s =
         tupa::scheduler::MergeConfigFile(absl::GetFlag(FLAGS_config), options);

@@ -23,6 +23,8 @@ ABSL_FLAG(std::string, join_token_file, "",
           "file holding the join token (or env TUPA_JOIN_TOKEN)");
 ABSL_FLAG(std::string, region, "", "region, e.g. sa-east-1");
 ABSL_FLAG(std::string, instance_id, "", "cloud instance id");
+ABSL_FLAG(std::string, offering, "on-demand",
+          "how this instance is rented (on-demand, spot): picks its price");
 ABSL_FLAG(std::string, labels, "", "k=v,k=v labels jobs can select");
 ABSL_FLAG(int, emulated_gpus, 0,
           "advertise N emulated devices backed by the CPU trainer backend");
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("TUPA_JOIN_TOKEN")) options.join_token = env;
   options.region = absl::GetFlag(FLAGS_region);
   options.instance_id = absl::GetFlag(FLAGS_instance_id);
+  options.offering = absl::GetFlag(FLAGS_offering);
   for (absl::string_view kv :
        absl::StrSplit(absl::GetFlag(FLAGS_labels), ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));

@@ -137,4 +137,22 @@ grpc::Status JobServiceImpl::StreamLogs(
   return grpc::Status(grpc::StatusCode::CANCELLED, "log stream cancelled");
 }
 
+grpc::Status JobServiceImpl::GetCostReport(grpc::ServerContext*,
+                                           const v1::CostReportRequest* req,
+                                           v1::CostReport* resp) {
+  auto report = core_->CostReport(*req);
+  if (!report.ok()) return ToGrpcStatus(report.status());
+  *resp = std::move(*report);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::EstimateJob(grpc::ServerContext*,
+                                         const v1::EstimateJobRequest* req,
+                                         v1::EstimateJobResponse* resp) {
+  auto estimate = core_->EstimateJob(req->spec());
+  if (!estimate.ok()) return ToGrpcStatus(estimate.status());
+  *resp = std::move(*estimate);
+  return grpc::Status::OK;
+}
+
 }  // namespace tupa::scheduler

@@ -31,6 +31,15 @@ absl::Status SchedulerCore::Start() {
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocs,
                    store_->LoadOpenAllocations());
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
+  ASSIGN_OR_RETURN(std::vector<UptimeRecord> uptime, store_->LoadOpenUptime());
+  std::vector<int64_t> job_ids;
+  for (const v1::Job& j : jobs) job_ids.push_back(j.id());
+  ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(job_ids));
+  if (options_.pricing) {
+    for (const auto& b : options_.pricing->budgets())
+      metrics_->SetTeamBudget(b.team, options_.pricing->currency(),
+                              b.monthly.ToDouble());
+  }
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
@@ -39,25 +48,57 @@ absl::Status SchedulerCore::Start() {
       WorkerEntry entry;
       entry.last_seen = now;
       entry.info = std::move(w);
+      if (entry.info.devices_size() > 0)
+        entry.gpu_type = entry.info.devices(0).gpu_type();
+      entry.price = PriceFor(entry.info.region(), entry.gpu_type,
+                             entry.info.offering());
       workers_[entry.info.id()] = std::move(entry);
+    }
+    // Uptime spans end at a restart; reconnecting workers open new ones.
+    for (const UptimeRecord& u : uptime) {
+      WorkerEntry span;
+      span.info.set_id(u.worker_id);
+      for (int i = 0; i < static_cast<int>(u.gpus); ++i) span.info.add_devices();
+      span.price = PriceFor(u.region, u.gpu_type, u.offering);
+      span.uptime_id = u.id;
+      span.up_since = absl::FromUnixMillis(u.started_at_ms);
+      CloseUptime(span, now);
     }
     for (v1::Job& j : jobs) {
       ActiveJob active;
       active.assigned_at = now;
+      auto u = usage.find(j.id());
+      if (u != usage.end() && !u->second.closed_cost.empty()) {
+        auto closed = pricing::Money::FromString(u->second.closed_cost);
+        if (closed.ok()) active.closed_cost = *closed;
+      }
       active.job = std::move(j);
+      // A held job stays held across a restart.
+      if (active.job.state() == v1::JOB_STATE_PENDING && options_.pricing) {
+        CheckBudget(active.job.spec(), now, &active.pending_reason)
+            .IgnoreError();
+        active.budget_checked = now;
+      }
       jobs_[active.job.id()] = std::move(active);
     }
     for (const AllocationRecord& a : allocs) {
-      auto job = jobs_.find(a.job_id);
-      if (job == jobs_.end() || job->second.job.attempt() != a.attempt) {
-        store_->CloseAllocation(a.job_id, a.attempt, a.node_rank).IgnoreError();
-        continue;
-      }
       Alloc alloc;
       alloc.worker_id = a.worker_id;
       alloc.devices = a.device_indexes;
       alloc.share = a.gpu_share;
       alloc.master_port = a.master_port;
+      alloc.started = absl::FromUnixMillis(a.started_at_ms);
+      alloc.gpus = a.gpus;
+      alloc.region = a.region;
+      alloc.gpu_type = a.gpu_type;
+      auto w = workers_.find(a.worker_id);
+      alloc.price = PriceFor(a.region, a.gpu_type,
+                             w != workers_.end() ? w->second.info.offering() : "");
+      auto job = jobs_.find(a.job_id);
+      if (job == jobs_.end() || job->second.job.attempt() != a.attempt) {
+        CloseAlloc({a.job_id, a.attempt, a.node_rank}, alloc, now);
+        continue;
+      }
       alloc.cpu = job->second.job.spec().resources().cpu();
       alloc.memory = job->second.job.spec().resources().memory_bytes();
       allocs_[{a.job_id, a.attempt, a.node_rank}] = std::move(alloc);
@@ -105,6 +146,7 @@ void SchedulerCore::RunCycle() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
   CheckLeases(now);
+  EnforceBudgets(now);
   Schedule(now);
   UpdateGauges(now);
 }
@@ -137,6 +179,8 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
       v.devices.push_back({d.index(), d.gpu_type(), 1.0});
     v.cpu_total = v.cpu_free = w.info.cpu();
     v.memory_total = v.memory_free = w.info.memory_bytes();
+    if (w.price)
+      v.price_per_gpu_hour = pricing::PriceAt(*w.price, absl::Now()).ToDouble();
     v.schedulable =
         w.session != nullptr && w.info.state() == v1::WORKER_STATE_UP;
     views[id] = std::move(v);
@@ -161,7 +205,8 @@ void SchedulerCore::Schedule(absl::Time now) {
   std::map<int64_t, RunningJob> running;
   for (const auto& [id, j] : jobs_) {
     const v1::JobSpec& spec = j.job.spec();
-    if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING) {
+    if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
+        j.pending_reason.empty()) {
       JobRequest r;
       r.job_id = id;
       r.priority = spec.priority();
@@ -250,6 +295,11 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     r.device_indexes.assign(n.device_indexes.begin(), n.device_indexes.end());
     r.gpu_share = n.share;
     r.master_port = master_port;
+    const WorkerEntry& w = workers_[n.worker_id];
+    r.region = w.info.region();
+    r.gpu_type = w.gpu_type;
+    r.gpus = n.share * static_cast<double>(n.device_indexes.size());
+    r.started_at_ms = absl::ToUnixMillis(now);
     records.push_back(std::move(r));
   }
   if (absl::Status s = store_->AssignJob(job.job.id(), attempt, records);
@@ -281,6 +331,11 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     a.cpu = spec.resources().cpu();
     a.memory = spec.resources().memory_bytes();
     a.master_port = master_port;
+    a.started = absl::FromUnixMillis(absl::ToUnixMillis(now));  // as stored
+    a.gpus = n.share * static_cast<double>(n.device_indexes.size());
+    a.region = workers_[n.worker_id].info.region();
+    a.gpu_type = workers_[n.worker_id].gpu_type;
+    a.price = workers_[n.worker_id].price;
     allocs_[{job.job.id(), attempt, n.node_rank}] = a;
     v1::Placement* p = job.job.add_placements();
     p->set_worker_id(n.worker_id);
@@ -435,9 +490,11 @@ absl::StatusOr<SubmitResult> SchedulerCore::Submit(
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   if (idempotency_key.size() > 200)
     return absl::InvalidArgumentError("idempotency_key: longer than 200 bytes");
+  std::string held;  // non-empty: admitted but held (BUDGET)
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(CheckCouldEverFit(spec));
+    RETURN_IF_ERROR(CheckBudget(spec, absl::Now(), &held));
   }
   ASSIGN_OR_RETURN(SubmitResult result,
                    submits_.Submit(spec, idempotency_key));
@@ -455,7 +512,9 @@ absl::StatusOr<SubmitResult> SchedulerCore::Submit(
 
 absl::StatusOr<v1::Job> SchedulerCore::GetJob(int64_t id) {
   ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
+  ASSIGN_OR_RETURN(JobUsage usage, store_->GetJobUsage(id));
   absl::MutexLock lock(&mu_);
+  FillUsage(job, usage, absl::Now());
   auto it = jobs_.find(id);
   // Progress is written to PostgreSQL at most every few seconds; the view
   // has the latest.
@@ -468,8 +527,13 @@ absl::StatusOr<v1::Job> SchedulerCore::GetJob(int64_t id) {
 absl::StatusOr<std::vector<v1::Job>> SchedulerCore::ListJobs(
     const JobFilter& filter) {
   ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->ListJobs(filter));
+  std::vector<int64_t> ids;
+  for (const v1::Job& job : jobs) ids.push_back(job.id());
+  ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(ids));
   absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
   for (v1::Job& job : jobs) {
+    FillUsage(job, usage[job.id()], now);
     auto it = jobs_.find(job.id());
     if (it != jobs_.end() && it->second.job.attempt() == job.attempt() &&
         it->second.job.has_progress())

@@ -14,6 +14,7 @@
 #define TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,12 +26,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "scheduler/placement/placement.h"
+#include "scheduler/pricing/budget.h"
+#include "scheduler/pricing/cost.h"
+#include "scheduler/pricing/price_catalog.h"
 #include "scheduler/service/log_store.h"
 #include "scheduler/service/scheduler_metrics.h"
 #include "scheduler/service/worker_session.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/submit_batcher.h"
 #include "tupa/v1/cluster.pb.h"
+#include "tupa/v1/job_service.pb.h"
 #include "tupa/v1/worker_protocol.pb.h"
 
 namespace tupa::scheduler {
@@ -43,6 +48,8 @@ struct SchedulerOptions {
   int master_port_base = 29500;
   int master_port_count = 2000;
   PlacementOptions::Policy policy = PlacementOptions::Policy::kTupa;
+  // Prices and budgets; null: nothing is priced and no budget applies.
+  std::shared_ptr<const pricing::PriceCatalog> pricing;
 };
 
 class SchedulerCore {
@@ -79,6 +86,10 @@ class SchedulerCore {
   // Blocks until the view changed after `seen` or `timeout` passed;
   // returns the current change counter.
   uint64_t WaitForChange(uint64_t seen, absl::Duration timeout);
+
+  // Money (scheduler_core_money.cc).
+  absl::StatusOr<v1::CostReport> CostReport(const v1::CostReportRequest& req);
+  absl::StatusOr<v1::EstimateJobResponse> EstimateJob(v1::JobSpec spec);
   LogStore& logs() { return logs_; }
   SchedulerMetrics& metrics() { return *metrics_; }
 
@@ -93,6 +104,11 @@ class SchedulerCore {
     int64_t memory = 0;
     int32_t master_port = 0;
     bool running = false;
+    absl::Time started;
+    double gpus = 0;  // devices x share, what is priced
+    std::string region;
+    std::string gpu_type;
+    std::optional<pricing::PriceEntry> price;  // from its worker
   };
 
   struct ActiveJob {
@@ -101,12 +117,19 @@ class SchedulerCore {
     int nodes_succeeded = 0;
     absl::Time assigned_at;
     absl::Time progress_written;
+    pricing::Money closed_cost;  // allocations closed so far, all attempts
+    std::string pending_reason;  // BUDGET while held
+    absl::Time budget_checked;
   };
 
   struct WorkerEntry {
     v1::Worker info;
     std::shared_ptr<WorkerSession> session;
     absl::Time last_seen;
+    std::string gpu_type;  // of its devices ("" without devices)
+    std::optional<pricing::PriceEntry> price;
+    int64_t uptime_id = 0;  // open worker_uptime row, 0 if none
+    absl::Time up_since;
   };
 
   void Loop();
@@ -140,6 +163,31 @@ class SchedulerCore {
   void Send(const std::string& worker_id, v1::SchedulerMessage message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ++version_; }
+  // scheduler_core_money.cc: prices, usage and budgets.
+  std::optional<pricing::PriceEntry> PriceFor(const std::string& region,
+                                              const std::string& gpu_type,
+                                              const std::string& offering);
+  pricing::Money CostOf(const Alloc& alloc, absl::Time end);
+  // Ends an allocation at `end`: prices it, records it, adds to its job.
+  void CloseAlloc(const AllocKey& key, const Alloc& alloc, absl::Time end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OpenUptime(WorkerEntry& worker, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseUptime(WorkerEntry& worker, absl::Time end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admission: Ok (admit), FailedPrecondition (refused), or sets `*held`.
+  absl::Status CheckBudget(const v1::JobSpec& spec, absl::Time now,
+                           std::string* held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cheapest estimate of `spec` over the known workers, if any.
+  std::optional<pricing::Money> EstimateCost(const v1::JobSpec& spec,
+                                             absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops running jobs past their max_cost; re-checks held jobs.
+  void EnforceBudgets(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  pricing::Money AccruedCost(int64_t job_id, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillUsage(v1::Job& job, const JobUsage& usage, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // scheduler_core_metrics.cc: the view's gauges, once per cycle.
   void UpdateGauges(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -19,8 +19,20 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
     if (d.gpu_type().empty())
       return absl::InvalidArgumentError(
           absl::StrCat("hello.devices[", d.index(), "].gpu_type: empty"));
+  const std::string gpu_type =
+      hello.devices_size() > 0 ? hello.devices(0).gpu_type() : "";
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::UnavailableError("scheduler is shutting down");
+  std::optional<pricing::PriceEntry> price;
+  if (options_.pricing) {
+    auto entry = options_.pricing->Lookup(hello.region(), gpu_type, hello.offering());
+    if (!entry.ok())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker ", hello.worker_id(), ": no price for region \"", hello.region(),
+          "\", GPU type \"", gpu_type, "\", offering \"", hello.offering(),
+          "\" in the price catalog; add an entry or a \"*\" wildcard"));
+    price = *entry;
+  }
   WorkerEntry& entry = workers_[hello.worker_id()];
   if (entry.session) entry.session->Close();  // a newer stream replaces it
   const bool was_draining = entry.info.state() == v1::WORKER_STATE_DRAINING;
@@ -33,12 +45,16 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   info.set_cpu(hello.cpu());
   info.set_memory_bytes(hello.memory_bytes());
   info.set_address(hello.address());
+  info.set_offering(hello.offering());
   info.set_state(was_draining ? v1::WORKER_STATE_DRAINING : v1::WORKER_STATE_UP);
   *info.mutable_connected_at() = TimeUtil::GetCurrentTime();
   absl::Status stored = store_->UpsertWorker(info);
   if (!stored.ok()) return stored;
   entry.info = std::move(info);
   entry.last_seen = absl::Now();
+  entry.gpu_type = gpu_type;
+  entry.price = price;
+  OpenUptime(entry, entry.last_seen);
   entry.session =
       std::make_shared<WorkerSession>(hello.worker_id(), next_session_++);
 
@@ -76,9 +92,9 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
     if (a.worker_id == hello.worker_id() && !reported.count(key))
       gone.push_back(key);
   for (const AllocKey& key : gone) {
+    CloseAlloc(key, allocs_[key], absl::Now());
     allocs_.erase(key);
     const auto [job_id, attempt, node] = key;
-    store_->CloseAllocation(job_id, attempt, node).IgnoreError();
     auto j = jobs_.find(job_id);
     if (j != jobs_.end() && !j->second.terminal &&
         j->second.job.attempt() == attempt)
@@ -117,13 +133,15 @@ void SchedulerCore::WorkerLost(const std::string& id,
     w.session = nullptr;
   }
   LOG(WARNING) << reason;
+  // Billing stops when the worker was last heard from.
+  CloseUptime(w, w.last_seen);
   std::vector<AllocKey> lost;
   for (const auto& [key, a] : allocs_)
     if (a.worker_id == id) lost.push_back(key);
   for (const AllocKey& key : lost) {
+    CloseAlloc(key, allocs_[key], w.last_seen);
     allocs_.erase(key);
     const auto [job_id, attempt, node] = key;
-    store_->CloseAllocation(job_id, attempt, node).IgnoreError();
     auto j = jobs_.find(job_id);
     if (j != jobs_.end() && !j->second.terminal &&
         j->second.job.attempt() == attempt)
@@ -206,9 +224,8 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
     return;
   }
   if (status.state() != v1::NODE_STATE_EXITED) return;
+  CloseAlloc(key, a->second, absl::Now());
   allocs_.erase(a);
-  store_->CloseAllocation(status.job_id(), status.attempt(), status.node_rank())
-      .IgnoreError();
   Changed();
   if (current) {
     ActiveJob& job = j->second;

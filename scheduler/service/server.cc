@@ -6,6 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +16,22 @@
 #include "common/status_macros.h"
 
 namespace tupa::scheduler {
+
+absl::Status LoadPricingFile(const std::string& path,
+                             SchedulerServerOptions& options) {
+  std::ifstream in(path);
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("--pricing: cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto catalog = pricing::PriceCatalog::Parse(text.str(), "pricing");
+  if (!catalog.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", catalog.status().message()));
+  options.core.pricing =
+      std::make_shared<const pricing::PriceCatalog>(std::move(*catalog));
+  return absl::OkStatus();
+}
 
 absl::Status MergeConfigFile(const std::string& path,
                              SchedulerServerOptions& options) {
@@ -30,6 +48,15 @@ absl::Status MergeConfigFile(const std::string& path,
         absl::StrCat("config ", path, ": must be a mapping"));
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
+    if (key == "pricing") {
+      auto catalog = pricing::PriceCatalog::FromNode(kv.second, "pricing");
+      if (!catalog.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat("config ", path, ": ", catalog.status().message()));
+      options.core.pricing =
+          std::make_shared<const pricing::PriceCatalog>(std::move(*catalog));
+      continue;
+    }
     if (!kv.second.IsScalar())
       return absl::InvalidArgumentError(absl::StrCat(
           "config ", path, ": ", key, ": not supported by this scheduler "

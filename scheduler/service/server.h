@@ -25,6 +25,10 @@ struct SchedulerServerOptions {
   SchedulerOptions core;
 };
 
+// Reads a price catalog file (`--pricing FILE`) into `options`.
+absl::Status LoadPricingFile(const std::string& path,
+                             SchedulerServerOptions& options);
+
 // Merges a scheduler config file (YAML: listen, database_url, data_dir,
 // worker_timeout, policy, metrics_listen) over `options`. InvalidArgument names the key.
 absl::Status MergeConfigFile(const std::string& path,

@@ -31,6 +31,12 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status StreamLogs(grpc::ServerContext* ctx,
                           const v1::StreamLogsRequest* req,
                           grpc::ServerWriter<v1::LogChunk>* writer) override;
+  grpc::Status GetCostReport(grpc::ServerContext* ctx,
+                             const v1::CostReportRequest* req,
+                             v1::CostReport* resp) override;
+  grpc::Status EstimateJob(grpc::ServerContext* ctx,
+                           const v1::EstimateJobRequest* req,
+                           v1::EstimateJobResponse* resp) override;
 
  private:
   SchedulerCore* const core_;

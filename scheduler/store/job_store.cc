@@ -11,28 +11,15 @@
 #include "common/status_macros.h"
 #include "scheduler/store/migrations.h"
 #include "scheduler/store/pg_errors.h"
+#include "scheduler/store/store_internal.h"
 
 namespace tupa::scheduler {
 namespace {
 
-using google::protobuf::util::JsonPrintOptions;
 using google::protobuf::util::JsonStringToMessage;
-using google::protobuf::util::MessageToJsonString;
-
-std::string ToJson(const google::protobuf::Message& m) {
-  JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  std::string out;
-  (void)MessageToJsonString(m, &out, options);
-  return out;
-}
-
-google::protobuf::Timestamp FromMillis(int64_t ms) {
-  google::protobuf::Timestamp t;
-  t.set_seconds(ms / 1000);
-  t.set_nanos(static_cast<int32_t>((ms % 1000) * 1000000));
-  return t;
-}
+using store_internal::FromMillis;
+using store_internal::RunTx;
+using store_internal::ToJson;
 
 // The columns every job read selects, in the order RowToJob expects.
 constexpr char kJobColumns[] =
@@ -115,24 +102,6 @@ v1::JobState StateFromName(const std::string& name) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
-// A borrowed connection; returned to the pool unless it broke.
-class JobStore::Lease {
- public:
-  Lease(JobStore* store, std::unique_ptr<pqxx::connection> conn)
-      : store_(store), conn_(std::move(conn)) {}
-  ~Lease() { store_->Release(std::move(conn_)); }
-  pqxx::connection& conn() { return *conn_; }
-
- private:
-  JobStore* store_;
-  std::unique_ptr<pqxx::connection> conn_;
-};
-
-// Runs `body(work)` in one transaction and commits; maps exceptions.
-template <typename T, typename Body>
-absl::StatusOr<T> RunTx(absl::StatusOr<std::unique_ptr<JobStore::Lease>> lease,
-                        Body body);
-
 JobStore::JobStore(std::string url) : url_(std::move(url)) {}
 JobStore::~JobStore() = default;
 
@@ -176,20 +145,6 @@ void JobStore::Release(std::unique_ptr<pqxx::connection> conn) {
   absl::MutexLock lock(&mu_);
   --outstanding_;
   if (conn != nullptr && conn->is_open()) idle_.push_back(std::move(conn));
-}
-
-template <typename T, typename Body>
-absl::StatusOr<T> RunTx(absl::StatusOr<std::unique_ptr<JobStore::Lease>> lease,
-                        Body body) {
-  if (!lease.ok()) return lease.status();
-  try {
-    pqxx::work w((*lease)->conn());
-    absl::StatusOr<T> result = body(w);
-    if (result.ok()) w.commit();
-    return result;
-  } catch (...) {
-    return StatusFromCurrentException();
-  }
 }
 
 absl::Status JobStore::Migrate() {
@@ -336,8 +291,9 @@ absl::StatusOr<std::vector<AllocationRecord>> JobStore::LoadOpenAllocations() {
       [&](pqxx::work& w) -> absl::StatusOr<std::vector<AllocationRecord>> {
         pqxx::result r = w.exec(
             "SELECT job_id, attempt, worker_id, node_rank, "
-            "device_indexes::text, gpu_share, master_port FROM allocations "
-            "WHERE ended_at IS NULL ORDER BY job_id, node_rank");
+            "device_indexes::text, gpu_share, master_port, region, gpu_type, "
+            "gpus, (extract(epoch FROM started_at) * 1000)::bigint FROM "
+            "allocations WHERE ended_at IS NULL ORDER BY job_id, node_rank");
         std::vector<AllocationRecord> out;
         for (const auto& row : r) {
           AllocationRecord a;
@@ -348,6 +304,10 @@ absl::StatusOr<std::vector<AllocationRecord>> JobStore::LoadOpenAllocations() {
           a.device_indexes = ParseIntArray(row[4].c_str());
           a.gpu_share = row[5].as<double>();
           a.master_port = row[6].as<int32_t>();
+          a.region = row[7].c_str();
+          a.gpu_type = row[8].c_str();
+          a.gpus = row[9].as<double>();
+          a.started_at_ms = row[10].as<int64_t>();
           out.push_back(std::move(a));
         }
         return out;
@@ -364,11 +324,15 @@ absl::Status JobStore::AssignJob(int64_t id, int32_t attempt,
            if (r.affected_rows() != 1) return NotCurrent(id, attempt);
            for (const AllocationRecord& a : nodes) {
              w.exec_params(
-                 "INSERT INTO allocations (job_id, attempt, worker_id, "
-                 "node_rank, device_indexes, gpu_share, master_port) VALUES "
-                 "($1, $2, $3, $4, $5::int[], $6, $7)",
+                 absl::StrCat(
+                     "INSERT INTO allocations (job_id, attempt, worker_id, "
+                     "node_rank, device_indexes, gpu_share, master_port, "
+                     "region, gpu_type, gpus, started_at) VALUES ($1, $2, $3, "
+                     "$4, $5::int[], $6, $7, $8, $9, $10, ",
+                     store_internal::MillisParam(11), ")"),
                  id, attempt, a.worker_id, a.node_rank,
-                 IntArrayLiteral(a.device_indexes), a.gpu_share, a.master_port);
+                 IntArrayLiteral(a.device_indexes), a.gpu_share, a.master_port,
+                 a.region, a.gpu_type, a.gpus, a.started_at_ms);
            }
            InsertEvent(w, id, attempt, "ASSIGNED", "");
            return true;
@@ -423,10 +387,6 @@ absl::StatusOr<int32_t> JobStore::RequeueJob(int64_t id, int32_t attempt,
         "('PENDING', 'ASSIGNED', 'RUNNING') RETURNING attempt",
         id, attempt, message);
     if (r.empty()) return NotCurrent(id, attempt);
-    w.exec_params(
-        "UPDATE allocations SET ended_at = now() WHERE job_id = $1 AND "
-        "attempt = $2 AND ended_at IS NULL",
-        id, attempt);
     const int32_t next = r[0][0].as<int32_t>();
     InsertEvent(w, id, next, "PENDING", message);
     return next;
@@ -434,12 +394,18 @@ absl::StatusOr<int32_t> JobStore::RequeueJob(int64_t id, int32_t attempt,
 }
 
 absl::Status JobStore::CloseAllocation(int64_t id, int32_t attempt,
-                                       int32_t node_rank) {
+                                       int32_t node_rank, int64_t ended_at_ms,
+                                       const std::string& cost,
+                                       const std::string& currency) {
   return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
            w.exec_params(
-               "UPDATE allocations SET ended_at = now() WHERE job_id = $1 AND "
-               "attempt = $2 AND node_rank = $3 AND ended_at IS NULL",
-               id, attempt, node_rank);
+               absl::StrCat("UPDATE allocations SET ended_at = GREATEST("
+                            "started_at, ",
+                            store_internal::MillisParam(4),
+                            "), cost = NULLIF($5, '')::numeric, currency = "
+                            "NULLIF($6, '') WHERE job_id = $1 AND attempt = $2 "
+                            "AND node_rank = $3 AND ended_at IS NULL"),
+               id, attempt, node_rank, ended_at_ms, cost, currency);
            return true;
          })
       .status();
@@ -490,17 +456,18 @@ absl::Status JobStore::UpsertWorker(const v1::Worker& worker) {
   return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
            w.exec_params(
                "INSERT INTO workers (id, region, instance_id, labels, devices, "
-               "cpu, memory_bytes, address, state) VALUES ($1, $2, $3, "
-               "COALESCE(($4::jsonb)->'labels', '{}'), "
-               "COALESCE(($4::jsonb)->'devices', '[]'), $5, $6, $7, $8) "
+               "cpu, memory_bytes, address, state, offering) VALUES ($1, $2, "
+               "$3, COALESCE(($4::jsonb)->'labels', '{}'), "
+               "COALESCE(($4::jsonb)->'devices', '[]'), $5, $6, $7, $8, $9) "
                "ON CONFLICT (id) DO UPDATE SET region = EXCLUDED.region, "
                "instance_id = EXCLUDED.instance_id, labels = EXCLUDED.labels, "
                "devices = EXCLUDED.devices, cpu = EXCLUDED.cpu, memory_bytes = "
                "EXCLUDED.memory_bytes, address = EXCLUDED.address, state = "
-               "EXCLUDED.state, last_seen = now()",
+               "EXCLUDED.state, offering = EXCLUDED.offering, last_seen = "
+               "now()",
                worker.id(), worker.region(), worker.instance_id(), json,
                worker.cpu(), worker.memory_bytes(), worker.address(),
-               WorkerStateName(worker.state()));
+               WorkerStateName(worker.state()), worker.offering());
            return true;
          })
       .status();
@@ -523,8 +490,8 @@ absl::StatusOr<std::vector<v1::Worker>> JobStore::ListWorkers() {
         pqxx::result r = w.exec(
             "SELECT id, region, instance_id, jsonb_build_object('labels', "
             "labels, 'devices', devices)::text, cpu, memory_bytes, address, "
-            "state, (extract(epoch FROM last_seen) * 1000)::bigint FROM "
-            "workers ORDER BY id");
+            "state, (extract(epoch FROM last_seen) * 1000)::bigint, offering "
+            "FROM workers ORDER BY id");
         std::vector<v1::Worker> out;
         for (const auto& row : r) {
           v1::Worker wk;
@@ -537,6 +504,7 @@ absl::StatusOr<std::vector<v1::Worker>> JobStore::ListWorkers() {
           wk.set_address(row[6].c_str());
           wk.set_state(WorkerStateFromName(row[7].c_str()));
           *wk.mutable_last_seen() = FromMillis(row[8].as<int64_t>());
+          wk.set_offering(row[9].c_str());
           out.push_back(std::move(wk));
         }
         return out;

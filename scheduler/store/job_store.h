@@ -9,6 +9,7 @@
 #ifndef TUPA_SCHEDULER_STORE_JOB_STORE_H_
 #define TUPA_SCHEDULER_STORE_JOB_STORE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,36 @@ struct AllocationRecord {
   std::vector<int32_t> device_indexes;
   double gpu_share = 1;
   int32_t master_port = 0;
+  // What the allocation is priced as (from its worker) and since when.
+  std::string region;
+  std::string gpu_type;
+  double gpus = 0;  // devices x share
+  int64_t started_at_ms = 0;
+};
+
+// One span a worker was up, priced like allocations.
+struct UptimeRecord {
+  int64_t id = 0;
+  std::string worker_id;
+  std::string region;
+  std::string gpu_type;
+  std::string offering;
+  double gpus = 0;
+  int64_t started_at_ms = 0;
+};
+
+// Usage of one job: all attempts, allocations closed so far.
+struct JobUsage {
+  double gpu_seconds = 0;  // open allocations counted up to now
+  std::string closed_cost;  // decimal sum of closed allocations; "" if none
+  std::string currency;
+};
+
+// One group of the cost report.
+struct CostGroup {
+  std::string key;
+  double gpu_seconds = 0;
+  std::string cost;  // decimal
 };
 
 class JobStore {
@@ -93,14 +124,36 @@ class JobStore {
   absl::Status FinishJob(int64_t id, int32_t attempt, v1::JobState state,
                          int32_t exit_code, const std::string& message,
                          bool close_allocations);
-  // Active -> PENDING with attempt + 1 (closes the old attempt's
-  // allocations). Returns the new attempt.
+  // Active -> PENDING with attempt + 1. The old attempt's allocations stay
+  // open until each is closed (its ranks gone). Returns the new attempt.
   absl::StatusOr<int32_t> RequeueJob(int64_t id, int32_t attempt,
                                      const std::string& message);
-  // Closes one node's allocation of an attempt (its processes are gone).
-  absl::Status CloseAllocation(int64_t id, int32_t attempt, int32_t node_rank);
+  // Closes one node's allocation of an attempt (its processes are gone) at
+  // `ended_at_ms`, with its cost (decimal; "" when unpriced).
+  absl::Status CloseAllocation(int64_t id, int32_t attempt, int32_t node_rank,
+                               int64_t ended_at_ms, const std::string& cost,
+                               const std::string& currency);
   absl::Status UpdateProgress(int64_t id, int32_t attempt,
                               const v1::Progress& progress);
+
+  // Usage and cost (job_store_usage.cc).
+  absl::StatusOr<JobUsage> GetJobUsage(int64_t id);
+  absl::StatusOr<std::map<int64_t, JobUsage>> GetJobsUsage(
+      const std::vector<int64_t>& ids);
+  // Sum of closed allocation costs of `team`'s jobs started since `since_ms`.
+  absl::StatusOr<std::string> TeamSpend(const std::string& team,
+                                        int64_t since_ms);
+  // Closed allocations started in [since, until), grouped by `group_by`
+  // (team, user, gpu-type, region, day, job).
+  absl::StatusOr<std::vector<CostGroup>> CostByGroup(const std::string& group_by,
+                                                     int64_t since_ms,
+                                                     int64_t until_ms);
+  // Closed uptime spans started in [since, until): GPU-seconds and cost.
+  absl::StatusOr<CostGroup> UptimeTotals(int64_t since_ms, int64_t until_ms);
+  absl::StatusOr<int64_t> OpenUptime(const UptimeRecord& record);
+  absl::Status CloseUptime(int64_t id, int64_t ended_at_ms,
+                           const std::string& cost, const std::string& currency);
+  absl::StatusOr<std::vector<UptimeRecord>> LoadOpenUptime();
 
   absl::Status UpsertWorker(const v1::Worker& worker);
   absl::Status SetWorkerState(const std::string& id, v1::WorkerState state);

@@ -66,7 +66,7 @@ TEST_F(JobStoreTest, MigrateIsIdempotent) {
   EXPECT_TRUE(store_->Migrate().ok());
   pqxx::connection c(url_);
   pqxx::work w(c);
-  EXPECT_EQ(w.exec("SELECT count(*) FROM schema_migrations")[0][0].as<int>(), 4);
+  EXPECT_EQ(w.exec("SELECT count(*) FROM schema_migrations")[0][0].as<int>(), 7);
 }
 
 TEST_F(JobStoreTest, SubmitThenGetRoundTripsTheSpec) {
@@ -114,6 +114,10 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   AllocationRecord a;
   a.worker_id = "worker-1";
   a.device_indexes = {0, 1};
+  a.gpus = 2;
+  a.gpu_type = "A100-80GB";
+  a.region = "sa-east-1";
+  a.started_at_ms = 1767225600000;  // 2026-01-01T00:00:00Z
   ASSERT_TRUE(store_->AssignJob(job.id(), 1, {a}).ok());
   // Assigning twice is refused: the job is no longer PENDING.
   EXPECT_EQ(store_->AssignJob(job.id(), 1, {a}).code(),
@@ -126,6 +130,12 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   auto next = store_->RequeueJob(job.id(), 1, "worker lost");
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(*next, 2);
+  // The old attempt's allocation stays open until its node is closed.
+  EXPECT_EQ(store_->LoadOpenAllocations()->size(), 1u);
+  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 0,
+                                      (*open)[0].started_at_ms + 3600 * 1000,
+                                      "5.80", "USD")
+                  .ok());
   EXPECT_TRUE(store_->LoadOpenAllocations()->empty());
   // Results of the old attempt are ignored.
   EXPECT_EQ(store_->FinishJob(job.id(), 1, v1::JOB_STATE_SUCCEEDED, 0, "", true)
@@ -134,6 +144,19 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   ASSERT_TRUE(
       store_->FinishJob(job.id(), 2, v1::JOB_STATE_FAILED, 3, "exit 3", true)
           .ok());
+  auto usage = store_->GetJobUsage(job.id());
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->closed_cost, "5.80");
+  EXPECT_EQ(usage->currency, "USD");
+  EXPECT_DOUBLE_EQ(usage->gpu_seconds, 2 * 3600.0);
+  auto by_type = store_->CostByGroup("gpu-type", 0, 1767225600000 + 1);
+  ASSERT_TRUE(by_type.ok()) << by_type.status();
+  ASSERT_EQ(by_type->size(), 1u);
+  EXPECT_EQ((*by_type)[0].key, "A100-80GB");
+  EXPECT_EQ((*by_type)[0].cost, "5.80");
+  EXPECT_EQ(*store_->TeamSpend("vision", 0), "5.80");
+  EXPECT_EQ(store_->CostByGroup("color", 0, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
   auto done = store_->GetJob(job.id());
   EXPECT_EQ(done->state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(done->exit_code(), 3);
@@ -191,6 +214,27 @@ TEST_F(JobStoreTest, BatcherGroupsConcurrentSubmitsWithoutLosingOrDuplicating) {
   JobFilter all;
   all.limit = 10000;
   EXPECT_EQ(store_->ListJobs(all)->size(), static_cast<size_t>(kThreads * kEach));
+}
+
+TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {
+  v1::Worker w;
+  w.set_id("worker-9");
+  w.set_state(v1::WORKER_STATE_UP);
+  ASSERT_TRUE(store_->UpsertWorker(w).ok());
+  UptimeRecord u;
+  u.worker_id = "worker-9";
+  u.gpus = 4;
+  u.started_at_ms = 1767225600000;
+  auto id = store_->OpenUptime(u);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_EQ(store_->LoadOpenUptime()->size(), 1u);
+  ASSERT_TRUE(
+      store_->CloseUptime(*id, u.started_at_ms + 1800 * 1000, "1.25", "USD").ok());
+  EXPECT_TRUE(store_->LoadOpenUptime()->empty());
+  auto totals = store_->UptimeTotals(0, u.started_at_ms + 1);
+  ASSERT_TRUE(totals.ok());
+  EXPECT_DOUBLE_EQ(totals->gpu_seconds, 4 * 1800.0);
+  EXPECT_EQ(totals->cost, "1.25");
 }
 
 TEST(JobStoreConnect, UnreachableServerIsUnavailable) {

@@ -56,6 +56,7 @@ v1::WorkerMessage Agent::MakeHello() {
   h->set_memory_bytes(options_.memory_bytes);
   h->set_address(options_.advertise_addr);
   h->set_version("0.1.0");
+  h->set_offering(options_.offering);
   absl::MutexLock lock(&mu_);
   for (const auto& [key, node] : nodes_) {
     v1::RunningAttempt* r = h->add_running();
@@ -137,10 +138,18 @@ void Agent::Session() {
       nodes_.erase(NodeKey{s.job_id(), s.attempt(), s.node_rank()});
     }
   }
-  ctx.TryCancel();
+  // A stream the scheduler ended carries its reason (e.g. a refused
+  // registration); one we end ourselves is cancelled first.
+  if (!broken) ctx.TryCancel();
   reader.join();
-  LOG(WARNING) << "stream to scheduler " << options_.scheduler
-               << " ended; reconnecting";
+  const grpc::Status status = stream->Finish();
+  if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
+    LOG(WARNING) << "stream to scheduler " << options_.scheduler
+                 << " ended; reconnecting";
+  } else {
+    LOG(ERROR) << "scheduler " << options_.scheduler << " ended the stream: "
+               << status.error_message() << "; retrying";
+  }
 }
 
 void Agent::OnMessage(const v1::SchedulerMessage& message) {

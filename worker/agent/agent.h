@@ -34,6 +34,7 @@ struct AgentOptions {
   std::string join_token;
   std::string region;
   std::string instance_id;
+  std::string offering;  // price catalog offering: on-demand, spot, ...
   std::map<std::string, std::string> labels;
   std::string advertise_addr = "127.0.0.1";
   std::string work_dir = ".tupa-worker";

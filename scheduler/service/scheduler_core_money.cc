@@ -1,0 +1,362 @@
+// SchedulerCore: prices, usage and budgets (issue 4). Every allocation is
+// priced from its worker's catalog entry when it ends; worker uptime is
+// priced the same way so that idle cost (paid, unallocated GPU time) is
+// known; budgets are checked at admission and while jobs run.
+#include <glog/logging.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/job_spec.h"
+#include "common/quantity.h"
+#include "common/status_macros.h"
+#include "scheduler/service/scheduler_core.h"
+
+namespace tupa::scheduler {
+
+using google::protobuf::util::TimeUtil;
+using pricing::Money;
+
+std::optional<pricing::PriceEntry> SchedulerCore::PriceFor(
+    const std::string& region, const std::string& gpu_type,
+    const std::string& offering) {
+  if (!options_.pricing) return std::nullopt;
+  auto entry = options_.pricing->Lookup(region, gpu_type, offering);
+  if (!entry.ok()) return std::nullopt;
+  return *entry;
+}
+
+Money SchedulerCore::CostOf(const Alloc& alloc, absl::Time end) {
+  if (!alloc.price) return Money();
+  auto cost = pricing::Cost(*alloc.price, alloc.gpus, alloc.started,
+                            std::max(end, alloc.started));
+  if (!cost.ok()) {
+    LOG(WARNING) << "pricing an allocation: " << cost.status();
+    return Money();
+  }
+  return *cost;
+}
+
+void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
+                               absl::Time end) {
+  const auto [job_id, attempt, node] = key;
+  std::string cost, currency;
+  if (alloc.price) {
+    Money m = CostOf(alloc, end);
+    cost = m.ToString();
+    currency = options_.pricing->currency();
+    auto j = jobs_.find(job_id);
+    if (j != jobs_.end()) j->second.closed_cost += m;
+    metrics_->AddCost(j != jobs_.end() ? j->second.job.spec().team() : "",
+                          j != jobs_.end() ? j->second.job.spec().user() : "",
+                          alloc.gpu_type, currency, m.ToDouble());
+  }
+  absl::Status s = store_->CloseAllocation(job_id, attempt, node,
+                                           absl::ToUnixMillis(end), cost,
+                                           currency);
+  if (!s.ok())
+    LOG(ERROR) << "closing allocation of job " << job_id << " attempt "
+               << attempt << " node " << node << ": " << s;
+}
+
+void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {
+  if (worker.uptime_id != 0) return;  // still open (reconnected in time)
+  UptimeRecord u;
+  u.worker_id = worker.info.id();
+  u.region = worker.info.region();
+  u.gpu_type = worker.gpu_type;
+  u.offering = worker.info.offering();
+  u.gpus = worker.info.devices_size();
+  u.started_at_ms = absl::ToUnixMillis(now);
+  auto id = store_->OpenUptime(u);
+  if (!id.ok()) {
+    LOG(WARNING) << "recording uptime of " << u.worker_id << ": " << id.status();
+    return;
+  }
+  worker.uptime_id = *id;
+  worker.up_since = now;
+}
+
+void SchedulerCore::CloseUptime(WorkerEntry& worker, absl::Time end) {
+  if (worker.uptime_id == 0) return;
+  std::string cost, currency;
+  if (worker.price) {
+    Alloc whole;  // the worker's devices for the span, priced like a job
+    whole.price = worker.price;
+    whole.gpus = worker.info.devices_size();
+    whole.started = worker.up_since;
+    cost = CostOf(whole, end).ToString();
+    currency = options_.pricing->currency();
+  }
+  store_->CloseUptime(worker.uptime_id, absl::ToUnixMillis(end), cost, currency)
+      .IgnoreError();
+  worker.uptime_id = 0;
+}
+
+std::optional<Money> SchedulerCore::EstimateCost(const v1::JobSpec& spec,
+                                                 absl::Time now) {
+  if (!options_.pricing || spec.max_runtime().seconds() <= 0)
+    return std::nullopt;
+  const auto& types = spec.resources().gpu_type();
+  std::optional<Money> best;
+  for (const auto& [id, w] : workers_) {
+    if (!w.price || w.info.state() == v1::WORKER_STATE_OFFLINE) continue;
+    if (!types.empty() &&
+        std::find(types.begin(), types.end(), w.gpu_type) == types.end())
+      continue;
+    auto cost = pricing::Estimate(*w.price, TotalGpus(spec), now,
+                                  absl::Seconds(spec.max_runtime().seconds()));
+    if (cost.ok() && (!best || *cost < *best)) best = *cost;
+  }
+  return best;
+}
+
+absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
+                                        std::string* held) {
+  held->clear();
+  if (!options_.pricing) return absl::OkStatus();
+  pricing::BudgetRequest request;
+  request.team = spec.team();
+  request.currency = options_.pricing->currency();
+  if (!spec.max_cost().empty()) {
+    ASSIGN_OR_RETURN(request.max_cost, Money::FromString(spec.max_cost()));
+  }
+  request.monthly_budget = options_.pricing->MonthlyBudget(spec.team());
+  if (!request.max_cost && !request.monthly_budget) return absl::OkStatus();
+  std::optional<Money> estimate = EstimateCost(spec, now);
+  if (!estimate) {
+    if (request.max_cost && spec.max_runtime().seconds() <= 0)
+      return absl::InvalidArgumentError(
+          "max_runtime: required with max_cost (the estimate needs it)");
+    return absl::OkStatus();  // no eligible priced worker yet: nothing to judge
+  }
+  request.estimated_cost = *estimate;
+  if (request.monthly_budget) {
+    const pricing::BudgetMonth month = pricing::MonthContaining(now);
+    ASSIGN_OR_RETURN(std::string spent,
+                     store_->TeamSpend(spec.team(), absl::ToUnixMillis(month.start)));
+    ASSIGN_OR_RETURN(request.spent_this_month, Money::FromString(spent));
+  }
+  request.action = options_.pricing->budget_action();
+  pricing::BudgetDecision d = pricing::DecideBudget(request);
+  switch (d.verdict) {
+    case pricing::BudgetDecision::Verdict::kAdmit:
+      return absl::OkStatus();
+    case pricing::BudgetDecision::Verdict::kHold:
+      *held = absl::StrCat(d.reason, ": ", d.message);
+      return absl::OkStatus();
+    case pricing::BudgetDecision::Verdict::kReject:
+      return absl::FailedPreconditionError(absl::StrCat(d.reason, ": ", d.message));
+  }
+  return absl::OkStatus();
+}
+
+Money SchedulerCore::AccruedCost(int64_t job_id, absl::Time now) {
+  Money total;
+  auto j = jobs_.find(job_id);
+  if (j != jobs_.end()) total = j->second.closed_cost;
+  for (auto it = allocs_.lower_bound({job_id, 0, 0});
+       it != allocs_.end() && std::get<0>(it->first) == job_id; ++it)
+    total += CostOf(it->second, now);
+  return total;
+}
+
+void SchedulerCore::EnforceBudgets(absl::Time now) {
+  if (!options_.pricing) return;
+  std::vector<int64_t> over;
+  for (auto& [id, job] : jobs_) {
+    if (job.terminal) continue;
+    const v1::JobSpec& spec = job.job.spec();
+    if (!job.pending_reason.empty() &&
+        now - job.budget_checked > absl::Minutes(1)) {
+      job.budget_checked = now;
+      std::string held;
+      absl::Status s = CheckBudget(spec, now, &held);
+      if (s.ok() && held.empty()) {
+        job.pending_reason.clear();
+        wake_ = true;
+        Changed();
+      }
+      continue;
+    }
+    if (spec.max_cost().empty() ||
+        job.job.state() == v1::JOB_STATE_PENDING)
+      continue;
+    auto cap = Money::FromString(spec.max_cost());
+    if (cap.ok() && AccruedCost(id, now) >= *cap) over.push_back(id);
+  }
+  for (int64_t id : over) {
+    ActiveJob& job = jobs_[id];
+    FinishJob(job, v1::JOB_STATE_FAILED, 0,
+              absl::StrCat("max_cost reached (", job.job.spec().max_cost(), " ",
+                           options_.pricing->currency(), ")"));
+  }
+}
+
+void SchedulerCore::FillUsage(v1::Job& job, const JobUsage& usage,
+                              absl::Time now) {
+  job.set_gpu_seconds(usage.gpu_seconds);
+  if (!options_.pricing) return;
+  Money total;
+  if (!usage.closed_cost.empty()) {
+    auto closed = Money::FromString(usage.closed_cost);
+    if (closed.ok()) total = *closed;
+  }
+  for (auto it = allocs_.lower_bound({job.id(), 0, 0});
+       it != allocs_.end() && std::get<0>(it->first) == job.id(); ++it)
+    total += CostOf(it->second, now);
+  job.set_cost(total.ToString());
+  job.set_currency(options_.pricing->currency());
+  auto j = jobs_.find(job.id());
+  if (j != jobs_.end() && !j->second.pending_reason.empty() &&
+      job.state() == v1::JOB_STATE_PENDING)
+    job.set_pending_reason(j->second.pending_reason);
+}
+
+absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
+    const v1::CostReportRequest& req) {
+  const absl::Time now = absl::Now();
+  const absl::Time until =
+      req.has_until() ? absl::FromUnixMillis(TimeUtil::TimestampToMilliseconds(req.until()))
+                      : now;
+  const absl::Time since =
+      req.has_since() ? absl::FromUnixMillis(TimeUtil::TimestampToMilliseconds(req.since()))
+                      : until - absl::Hours(24 * 7);
+  if (since > until)
+    return absl::InvalidArgumentError("since: must be before until");
+  const std::string group_by = req.group_by().empty() ? "team" : req.group_by();
+  ASSIGN_OR_RETURN(std::vector<CostGroup> closed,
+                   store_->CostByGroup(group_by, absl::ToUnixMillis(since),
+                                       absl::ToUnixMillis(until)));
+  ASSIGN_OR_RETURN(CostGroup uptime, store_->UptimeTotals(absl::ToUnixMillis(since),
+                                                         absl::ToUnixMillis(until)));
+  std::map<std::string, std::pair<double, Money>> groups;
+  for (const CostGroup& g : closed) {
+    auto m = Money::FromString(g.cost);
+    groups[g.key] = {g.gpu_seconds, m.ok() ? *m : Money()};
+  }
+  Money uptime_cost;
+  if (auto m = Money::FromString(uptime.cost); m.ok()) uptime_cost = *m;
+  double uptime_seconds = uptime.gpu_seconds;
+  {
+    // What is still running counts up to now.
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, a] : allocs_) {
+      if (a.started < since || a.started >= until) continue;
+      auto j = jobs_.find(std::get<0>(key));
+      const v1::JobSpec* spec = j != jobs_.end() ? &j->second.job.spec() : nullptr;
+      std::string k;
+      if (group_by == "team") k = spec ? spec->team() : "";
+      else if (group_by == "user") k = spec ? spec->user() : "";
+      else if (group_by == "gpu-type") k = a.gpu_type;
+      else if (group_by == "region") k = a.region;
+      else if (group_by == "day") k = absl::FormatTime("%Y-%m-%d", a.started, absl::UTCTimeZone());
+      else k = absl::StrCat(std::get<0>(key));
+      auto& g = groups[k];
+      g.first += a.gpus * absl::ToDoubleSeconds(std::min(now, until) - a.started);
+      g.second += CostOf(a, std::min(now, until));
+    }
+    for (auto& [id, w] : workers_) {
+      if (w.uptime_id == 0 || w.up_since < since || w.up_since >= until) continue;
+      const absl::Time end = std::min(now, until);
+      uptime_seconds += w.info.devices_size() * absl::ToDoubleSeconds(end - w.up_since);
+      if (w.price) {
+        Alloc whole;
+        whole.price = w.price;
+        whole.gpus = w.info.devices_size();
+        whole.started = w.up_since;
+        uptime_cost += CostOf(whole, end);
+      }
+    }
+  }
+  v1::CostReport report;
+  report.set_currency(options_.pricing ? options_.pricing->currency() : "");
+  report.set_group_by(group_by);
+  *report.mutable_since() = TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(since));
+  *report.mutable_until() = TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(until));
+  std::vector<std::pair<std::string, std::pair<double, Money>>> rows(groups.begin(),
+                                                                     groups.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.second > b.second.second ||
+           (a.second.second == b.second.second && a.first < b.first);
+  });
+  Money total;
+  double total_seconds = 0;
+  for (const auto& [key, v] : rows) {
+    v1::CostRow* row = report.add_rows();
+    row->set_key(key.empty() ? "-" : key);
+    row->set_gpu_seconds(v.first);
+    row->set_cost(v.second.ToString());
+    total += v.second;
+    total_seconds += v.first;
+  }
+  report.set_total(total.ToString());
+  report.set_total_gpu_seconds(total_seconds);
+  const Money idle = uptime_cost > total ? uptime_cost - total : Money();
+  report.set_idle_cost(idle.ToString());
+  report.set_idle_gpu_seconds(std::max(0.0, uptime_seconds - total_seconds));
+  return report;
+}
+
+absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
+    v1::JobSpec spec) {
+  ApplyJobSpecDefaults(spec);
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  v1::EstimateJobResponse out;
+  out.set_currency(options_.pricing ? options_.pricing->currency() : "");
+  const auto& types = spec.resources().gpu_type();
+  const double need = std::ceil(spec.resources().gpus());
+  std::map<std::tuple<std::string, std::string, std::string>, v1::Estimate> pools;
+  const std::vector<NodeView> nodes = NodeViews();
+  for (const auto& [id, w] : workers_) {
+    if (w.info.state() != v1::WORKER_STATE_UP &&
+        w.info.state() != v1::WORKER_STATE_DRAINING)
+      continue;
+    if (!types.empty() &&
+        std::find(types.begin(), types.end(), w.gpu_type) == types.end())
+      continue;
+    if (w.info.devices_size() < need) continue;
+    auto key = std::make_tuple(w.info.region(), w.gpu_type, w.info.offering());
+    v1::Estimate& e = pools[key];
+    e.set_region(w.info.region());
+    e.set_gpu_type(w.gpu_type);
+    e.set_offering(w.info.offering());
+    for (const NodeView& n : nodes) {
+      if (n.worker_id != id || !n.schedulable) continue;
+      int free = 0;
+      for (const DeviceSlot& d : n.devices) free += d.free_share >= 1.0;
+      if (free >= need) e.set_fits_now(true);
+    }
+    if (spec.max_runtime().seconds() > 0) {
+      const absl::Duration d = absl::Seconds(spec.max_runtime().seconds());
+      e.mutable_duration()->set_seconds(spec.max_runtime().seconds());
+      *e.mutable_finish_at() =
+          TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(now + d));
+      e.set_basis("max_runtime");
+      if (w.price) {
+        auto cost = pricing::Estimate(*w.price, TotalGpus(spec), now, d);
+        if (cost.ok()) e.set_cost(cost->ToString());
+      }
+    } else {
+      e.set_basis("no max_runtime: price per GPU-hour only");
+    }
+    if (w.price) e.set_price_per_gpu_hour(pricing::PriceAt(*w.price, now).ToString());
+  }
+  std::vector<v1::Estimate> list;
+  for (auto& [k, e] : pools) list.push_back(std::move(e));
+  std::sort(list.begin(), list.end(), [](const v1::Estimate& a, const v1::Estimate& b) {
+    auto ca = Money::FromString(a.cost().empty() ? a.price_per_gpu_hour() : a.cost());
+    auto cb = Money::FromString(b.cost().empty() ? b.price_per_gpu_hour() : b.cost());
+    if (ca.ok() && cb.ok() && *ca != *cb) return *ca < *cb;
+    return a.region() + a.gpu_type() < b.region() + b.gpu_type();
+  });
+  for (auto& e : list) *out.add_estimates() = std::move(e);
+  return out;
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,101 @@
+#include "scheduler/service/scheduler_metrics.h"
+
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+namespace tupa::scheduler {
+namespace {
+
+NodeView Node(const std::string& id, std::vector<double> free_shares) {
+  NodeView n;
+  n.worker_id = id;
+  n.cpu_total = n.cpu_free = 16;
+  n.memory_total = n.memory_free = int64_t{64} << 30;
+  for (size_t i = 0; i < free_shares.size(); ++i)
+    n.devices.push_back({static_cast<int>(i), "A100", free_shares[i]});
+  return n;
+}
+
+JobRequest Gpus(double gpus) {
+  JobRequest r;
+  r.gpus = gpus;
+  r.cpu = 1;
+  return r;
+}
+
+TEST(StrandedGpusTest, FreeGpusWhereNoPendingRequestFitsAreStranded) {
+  // w1 has one free GPU, w2 has two: a 2-GPU job fits only w2.
+  auto stranded =
+      StrandedGpus({Node("w1", {1, 0}), Node("w2", {1, 1})}, {Gpus(2)});
+  EXPECT_DOUBLE_EQ((stranded[{"w1", "A100"}]), 1);
+  EXPECT_EQ(stranded.count({"w2", "A100"}), 0u);
+}
+
+TEST(StrandedGpusTest, NothingIsStrandedWithoutPendingGpuJobs) {
+  EXPECT_TRUE(StrandedGpus({Node("w1", {1, 1})}, {}).empty());
+  EXPECT_TRUE(StrandedGpus({Node("w1", {1, 1})}, {Gpus(0)}).empty());
+}
+
+TEST(StrandedGpusTest, WrongTypeOrUnschedulableWorkerDoesNotCountAsFit) {
+  JobRequest h100 = Gpus(1);
+  h100.gpu_types = {"H100"};
+  auto stranded = StrandedGpus({Node("w1", {1, 0.5})}, {h100});
+  EXPECT_DOUBLE_EQ((stranded[{"w1", "A100"}]), 1.5);
+  NodeView draining = Node("w2", {1});
+  draining.schedulable = false;
+  EXPECT_TRUE(StrandedGpus({draining}, {Gpus(1)}).empty());
+}
+
+std::string Scrape(const SchedulerMetrics& m) {
+  std::vector<prometheus::MetricFamily> all;
+  for (const auto& weak : m.collectables())
+    if (auto c = weak.lock())
+      for (auto& f : c->Collect()) all.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(all);
+}
+
+TEST(SchedulerMetricsTest, UpdateExportsViewAndAccruesGpuSeconds) {
+  SchedulerMetrics m;
+  v1::JobSpec spec;
+  spec.set_team("ml");
+  m.JobSubmitted(spec);
+  MetricsView view;
+  MetricsView::Job job;
+  job.id = 7;
+  job.team = "ml";
+  job.state = v1::JOB_STATE_RUNNING;
+  job.attempt = 1;
+  job.has_progress = true;
+  job.progress.set_step(42);
+  view.jobs.push_back(job);
+  view.allocations.push_back({"ml", "ana", "A100", 2});
+  view.nodes = {Node("w1", {0, 0, 1})};
+  view.workers = {{"w1", v1::WORKER_STATE_UP}};
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  m.Update(view, t0);
+  m.Update(view, t0 + absl::Seconds(10));
+  const std::string text = Scrape(m);
+  EXPECT_NE(text.find("tupa_jobs{state=\"running\",team=\"ml\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tupa_training_step{job_id=\"7\",team=\"ml\"} 42"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tupa_gpu_seconds_allocated_total{gpu_type=\"A100\","
+                      "team=\"ml\",user=\"ana\"} 20"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tupa_gpus_free{worker=\"w1\",gpu_type=\"A100\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tupa_job_submissions_total{team=\"ml\"} 1"),
+            std::string::npos)
+      << text;
+  // A job that leaves the view leaves /metrics.
+  view.jobs.clear();
+  m.Update(view, t0 + absl::Seconds(11));
+  EXPECT_EQ(Scrape(m).find("tupa_training_step{"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tupa::scheduler

@@ -1,0 +1,172 @@
+// JobStore: usage and cost queries (allocations and worker uptime).
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "absl/strings/str_join.h"
+#include "scheduler/store/job_store.h"
+#include "scheduler/store/store_internal.h"
+
+namespace tupa::scheduler {
+namespace {
+
+using store_internal::MillisParam;
+using store_internal::RunTx;
+
+// GPU-seconds of an allocation row, open ones counted up to now.
+constexpr char kGpuSeconds[] =
+    "a.gpus * extract(epoch FROM (COALESCE(a.ended_at, now()) - a.started_at))";
+
+absl::StatusOr<std::string> GroupExpression(const std::string& group_by) {
+  if (group_by.empty() || group_by == "team") return std::string("j.team");
+  if (group_by == "user") return std::string("j.user_name");
+  if (group_by == "gpu-type") return std::string("a.gpu_type");
+  if (group_by == "region") return std::string("a.region");
+  if (group_by == "day")
+    return std::string("to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')");
+  if (group_by == "job") return std::string("j.id::text");
+  return absl::InvalidArgumentError(
+      "group_by: must be team, user, gpu-type, region, day or job");
+}
+
+}  // namespace
+
+absl::StatusOr<JobUsage> JobStore::GetJobUsage(int64_t id) {
+  ASSIGN_OR_RETURN(auto usage, GetJobsUsage({id}));
+  return usage[id];
+}
+
+absl::StatusOr<std::map<int64_t, JobUsage>> JobStore::GetJobsUsage(
+    const std::vector<int64_t>& ids) {
+  const std::string id_array = absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+  return RunTx<std::map<int64_t, JobUsage>>(
+      Acquire(),
+      [&](pqxx::work& w) -> absl::StatusOr<std::map<int64_t, JobUsage>> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("SELECT a.job_id, COALESCE(sum(", kGpuSeconds,
+                         "), 0), COALESCE(sum(a.cost)::text, ''), "
+                         "COALESCE(max(a.currency), '') FROM allocations a "
+                         "WHERE a.job_id = ANY($1::bigint[]) GROUP BY a.job_id"),
+            id_array);
+        std::map<int64_t, JobUsage> out;
+        for (const auto& row : r) {
+          JobUsage& u = out[row[0].as<int64_t>()];
+          u.gpu_seconds = row[1].as<double>();
+          u.closed_cost = row[2].c_str();
+          u.currency = row[3].c_str();
+        }
+        return out;
+      });
+}
+
+absl::StatusOr<std::string> JobStore::TeamSpend(const std::string& team,
+                                                int64_t since_ms) {
+  return RunTx<std::string>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::string> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("SELECT COALESCE(sum(a.cost), 0)::text FROM "
+                         "allocations a JOIN jobs j ON j.id = a.job_id WHERE "
+                         "j.team = $1 AND a.started_at >= ",
+                         MillisParam(2)),
+            team, since_ms);
+        return std::string(r[0][0].c_str());
+      });
+}
+
+absl::StatusOr<std::vector<CostGroup>> JobStore::CostByGroup(
+    const std::string& group_by, int64_t since_ms, int64_t until_ms) {
+  ASSIGN_OR_RETURN(std::string key, GroupExpression(group_by));
+  return RunTx<std::vector<CostGroup>>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<CostGroup>> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("SELECT ", key, " AS k, sum(", kGpuSeconds,
+                         "), COALESCE(sum(a.cost), 0)::text FROM allocations "
+                         "a JOIN jobs j ON j.id = a.job_id WHERE a.ended_at "
+                         "IS NOT NULL AND a.started_at >= ",
+                         MillisParam(1), " AND a.started_at < ", MillisParam(2),
+                         " GROUP BY k ORDER BY sum(a.cost) DESC NULLS LAST, k"),
+            since_ms, until_ms);
+        std::vector<CostGroup> out;
+        for (const auto& row : r) {
+          CostGroup g;
+          g.key = row[0].is_null() ? "" : row[0].c_str();
+          g.gpu_seconds = row[1].as<double>();
+          g.cost = row[2].c_str();
+          out.push_back(std::move(g));
+        }
+        return out;
+      });
+}
+
+absl::StatusOr<CostGroup> JobStore::UptimeTotals(int64_t since_ms,
+                                                 int64_t until_ms) {
+  return RunTx<CostGroup>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<CostGroup> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("SELECT COALESCE(sum(u.gpus * extract(epoch FROM "
+                         "(u.ended_at - u.started_at))), 0), "
+                         "COALESCE(sum(u.cost), 0)::text FROM worker_uptime u "
+                         "WHERE u.ended_at IS NOT NULL AND u.started_at >= ",
+                         MillisParam(1), " AND u.started_at < ",
+                         MillisParam(2)),
+            since_ms, until_ms);
+        CostGroup g;
+        g.key = "uptime";
+        g.gpu_seconds = r[0][0].as<double>();
+        g.cost = r[0][1].c_str();
+        return g;
+      });
+}
+
+absl::StatusOr<int64_t> JobStore::OpenUptime(const UptimeRecord& u) {
+  return RunTx<int64_t>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int64_t> {
+    pqxx::result r = w.exec_params(
+        absl::StrCat("INSERT INTO worker_uptime (worker_id, region, gpu_type, "
+                     "offering, gpus, started_at) VALUES ($1, $2, $3, $4, $5, ",
+                     MillisParam(6), ") RETURNING id"),
+        u.worker_id, u.region, u.gpu_type, u.offering, u.gpus, u.started_at_ms);
+    return r[0][0].as<int64_t>();
+  });
+}
+
+absl::Status JobStore::CloseUptime(int64_t id, int64_t ended_at_ms,
+                                   const std::string& cost,
+                                   const std::string& currency) {
+  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
+           w.exec_params(
+               absl::StrCat("UPDATE worker_uptime SET ended_at = GREATEST("
+                            "started_at, ",
+                            MillisParam(2),
+                            "), cost = NULLIF($3, '')::numeric, currency = "
+                            "NULLIF($4, '') WHERE id = $1 AND ended_at IS NULL"),
+               id, ended_at_ms, cost, currency);
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<std::vector<UptimeRecord>> JobStore::LoadOpenUptime() {
+  return RunTx<std::vector<UptimeRecord>>(
+      Acquire(),
+      [&](pqxx::work& w) -> absl::StatusOr<std::vector<UptimeRecord>> {
+        pqxx::result r = w.exec(
+            "SELECT id, worker_id, region, gpu_type, offering, gpus, "
+            "(extract(epoch FROM started_at) * 1000)::bigint FROM "
+            "worker_uptime WHERE ended_at IS NULL");
+        std::vector<UptimeRecord> out;
+        for (const auto& row : r) {
+          UptimeRecord u;
+          u.id = row[0].as<int64_t>();
+          u.worker_id = row[1].c_str();
+          u.region = row[2].c_str();
+          u.gpu_type = row[3].c_str();
+          u.offering = row[4].c_str();
+          u.gpus = row[5].as<double>();
+          u.started_at_ms = row[6].as<int64_t>();
+          out.push_back(std::move(u));
+        }
+        return out;
+      });
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,2 @@
+-- The price catalog offering a worker runs as (on-demand, spot, ...).
+ALTER TABLE workers ADD COLUMN offering TEXT NOT NULL DEFAULT '';

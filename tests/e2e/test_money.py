@@ -1,0 +1,129 @@
+"""Money end to end (issue 4, must-show 2-4): priced usage, cost reports
+with idle cost, budgets at admission (reject and hold), estimates."""
+
+import decimal
+import os
+import subprocess
+import tempfile
+import time
+import unittest
+from datetime import datetime
+
+from cluster import Cluster, bin_path, wait_for
+
+D = decimal.Decimal
+PRICE_SA = D("36.00")   # per GPU-hour: 0.01 per GPU-second
+PRICE_US = D("72.00")
+
+CONFIG = """
+pricing:
+  currency: USD
+  prices:
+    - {region: sa-east-1, gpu_type: EMU, offering: on-demand, per_gpu_hour: 36.00}
+    - {region: us-east-1, gpu_type: EMU, offering: on-demand, per_gpu_hour: 72.00}
+  budgets: [{team: small, monthly: 0.50}]
+  budget_action: %s
+"""
+
+
+def write_config(action):
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(CONFIG % action)
+    f.close()
+    return f.name
+
+
+def ts(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class MoneyTest(unittest.TestCase):
+    def test_cost_report_budget_reject_and_estimate(self):
+        config = write_config("reject")
+        with Cluster(workers=2, gpus_per_worker=2, region="sa-east-1",
+                     scheduler_config=config) as c:
+            # A 2-GPU job sleeping a known time: cost = 2 x duration x price.
+            job = c.submit("--team", "vision", "--gpus", "2", "--", "sleep", "10")
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+            seconds = ts(done["finished_at"]) - ts(done["started_at"])
+            expected = D(2) * D(seconds) * PRICE_SA / D(3600)
+            cost = D(done["cost"])
+            self.assertEqual(done["currency"], "USD")
+            self.assertLess(abs(cost - expected) / expected, D("0.01"),
+                            f"cost {cost} vs 2 x {seconds:.2f}s x {PRICE_SA}/h = {expected}")
+            self.assertAlmostEqual(done["gpu_seconds"], 2 * seconds, delta=2 * seconds * 0.01)
+
+            second = c.submit("--team", "nlp", "--gpus", "1", "--", "sleep", "1")
+            c.wait_job(second["id"], "SUCCEEDED", timeout=60)
+            costs = [D(c.get_job(j["id"])["cost"]) for j in (job, second)]
+            report = c.cli_json("cost", "--by", "team", "--since", "1h")
+            self.assertEqual(D(report["total"]), sum(costs), report)
+            by_team = {r["key"]: D(r["cost"]) for r in report["rows"]}
+            self.assertEqual(by_team["vision"], costs[0])
+            # The other worker ran nothing the whole time: idle cost shows.
+            self.assertGreater(D(report["idle_cost"]), 0, report)
+            self.assertGreater(report["idle_gpu_seconds"], 0)
+
+            # Over max_cost, and over the team budget: refused, nothing runs.
+            wait_for(lambda: len(c.workers_json()) == 2, timeout=20, message="workers")
+            before = len(c.cli_json("list").get("jobs", []))
+            over_cap = c.cli("submit", "--gpus", "2", "--max-runtime", "1h",
+                             "--max-cost", "1.00", "--", "true")
+            self.assertEqual(over_cap.code, 1, over_cap)
+            self.assertIn("BUDGET", over_cap.stderr)
+            self.assertIn("max_cost", over_cap.stderr)
+            over_budget = c.cli("submit", "--team", "small", "--gpus", "2",
+                                "--max-runtime", "1h", "--", "true")
+            self.assertEqual(over_budget.code, 1, over_budget)
+            self.assertIn("BUDGET", over_budget.stderr)
+            self.assertEqual(len(c.cli_json("list").get("jobs", [])), before)
+
+            # A second pool, pricier: estimate lists both, cheapest first.
+            extra = subprocess.Popen(
+                [bin_path("tupa-worker"), "--scheduler", c.env["TUPA_SCHEDULER"],
+                 "--id", "worker-us", "--region", "us-east-1", "--emulated-gpus", "2",
+                 "--emulated-gpu-type", "EMU", "--work-dir", os.path.join(c.home, "us"),
+                 "--metrics-listen", "127.0.0.1:0"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_for(lambda: any(w["id"] == "worker-us" for w in c.workers_json()),
+                         timeout=20, message="worker-us registered")
+                est = c.cli_json("estimate", "--gpus", "2", "--max-runtime", "2h",
+                                 "--", "true")
+                regions = [e["region"] for e in est["estimates"]]
+                self.assertEqual(regions, ["sa-east-1", "us-east-1"], est)
+                sa, us = est["estimates"]
+                self.assertEqual(D(sa["cost"]), D(2) * 2 * PRICE_SA)
+                self.assertEqual(D(us["cost"]), D(2) * 2 * PRICE_US)
+                self.assertTrue(sa["finish_at"])
+                table = c.cli("estimate", "--gpus", "2", "--max-runtime", "2h", "--", "true")
+                self.assertEqual(table.code, 0, table)
+                self.assertIn("us-east-1", table.stdout)
+            finally:
+                extra.kill()
+                extra.wait()
+
+    def test_budget_hold_keeps_the_job_pending_with_reason(self):
+        config = write_config("hold")
+        with Cluster(workers=1, gpus_per_worker=2, region="sa-east-1",
+                     scheduler_config=config) as c:
+            # The estimate needs a priced worker to price the job on.
+            wait_for(lambda: c.workers_json(), timeout=20, message="worker up")
+            job = c.submit("--team", "small", "--gpus", "2", "--max-runtime", "1h",
+                           "--", "true")
+            time.sleep(3)
+            now = c.get_job(job["id"])
+            self.assertTrue(now["state"].endswith("PENDING"), now)
+            self.assertIn("BUDGET", now.get("pending_reason", ""), now)
+
+    def test_worker_without_a_price_is_refused(self):
+        config = write_config("reject")
+        with Cluster(workers=1, gpus_per_worker=2, region="eu-west-9",
+                     scheduler_config=config, up_timeout=60) as c:
+            time.sleep(3)
+            self.assertEqual(c.workers_json(), [])
+            self.assertIn("no price for region", c.log("worker-1"))
+
+
+if __name__ == "__main__":
+    unittest.main()
