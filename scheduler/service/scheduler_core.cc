@@ -502,6 +502,8 @@ absl::StatusOr<SubmitResult> SchedulerCore::Submit(
     absl::MutexLock lock(&mu_);
     ActiveJob active;
     active.job = result.job;
+    active.pending_reason = held;
+    active.budget_checked = absl::Now();
     metrics_->JobSubmitted(result.job.spec());
     jobs_.emplace(result.job.id(), std::move(active));
     wake_ = true;

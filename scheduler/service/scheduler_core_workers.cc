@@ -274,6 +274,11 @@ v1::Worker SchedulerCore::WorkerView(const WorkerEntry& entry) {
     jobs.insert(std::get<0>(key));
   }
   w.set_gpus_allocated(allocated);
+  if (entry.price) {
+    w.set_price_per_gpu_hour(
+        pricing::PriceAt(*entry.price, absl::Now()).ToString());
+    w.set_currency(options_.pricing->currency());
+  }
   for (int64_t id : jobs) w.add_running_jobs(id);
   if (entry.session == nullptr && w.state() == v1::WORKER_STATE_UP)
     w.set_state(v1::WORKER_STATE_UP);  // within its lease, reconnecting
