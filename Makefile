@@ -4,10 +4,11 @@
 #   make test    deps + build + every test (ctest)
 #   make demo    deps + build + a training job on a private local cluster
 #   make bench   deps + build + every benchmark in bench/
+#   make fuzz    the libFuzzer targets, 60 s each (clang build in $(BUILD_DIR)-fuzz)
 #   make fmt     clang-format the tracked C++ files
 #   make down    stop the local stack (scripts/cluster down)
 #   make clean   delete build/
-.PHONY: all deps configure build test demo bench fmt down clean
+.PHONY: all deps configure build test demo bench fuzz fmt down clean
 
 BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -46,6 +47,9 @@ test: build
 
 demo: build
 	@scripts/demo
+
+fuzz: deps
+	@tests/fuzz_smoke.sh --seconds 60 --build-dir $(abspath $(BUILD_DIR))-fuzz
 
 # Runs every executable file under bench/ (scripts) and every binary with
 # "bench" in its name that the build put in $(BUILD_DIR)/bin, in name order.

@@ -30,7 +30,7 @@ echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
-  --data-dir "$work/scheduler" >"$work/scheduler.log" 2>&1 &
+  --data-dir "$work/scheduler" --auth=false >"$work/scheduler.log" 2>&1 &
 sched_pid=$!
 for _ in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break

@@ -1,7 +1,9 @@
 #include "client/cli.h"
 
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -51,9 +53,17 @@ const Command kCommands[] = {
      "[--until WHEN]",
      "money spent per group, with totals and idle cost", AddCostFlags, RunCost,
      absl::ZeroDuration()},
+    {"admin",
+     "tupa admin token create --user U --team T [--admin] | "
+     "tupa admin token list [--all] | tupa admin token revoke ID",
+     "manage API tokens (admin only)", AddAdminFlags, RunAdmin,
+     absl::ZeroDuration()},
     {"estimate", "tupa estimate [-f job.yaml] [flags] [-- CMD ARGS]",
      "cost and finish time per region and GPU type; submits nothing",
      AddEstimateFlags, RunEstimate, absl::ZeroDuration()},
+    {"why", "tupa why JOB",
+     "why a job waits: reason code, jobs ahead, estimated start", NoFlags,
+     RunWhy, absl::ZeroDuration()},
 };
 
 const Command* FindCommand(absl::string_view name) {
@@ -73,6 +83,13 @@ FlagSet CommandFlags(const Command& command) {
                 "deadline per call (default 30s; wait: how long to wait)")
       .AddValue("retry-for", "D",
                 "keep retrying an unreachable scheduler this long")
+      .AddValue("tls-ca", "FILE",
+                "PEM CA of the scheduler's certificate: use TLS (env "
+                "TUPA_TLS_CA)")
+      .AddValue("tls-cert", "FILE",
+                "PEM client certificate, for mTLS (env TUPA_TLS_CERT)")
+      .AddValue("tls-key", "FILE",
+                "PEM key of --tls-cert (env TUPA_TLS_KEY)")
       .AddBool("help", "show this help", "h");
   return flags;
 }
@@ -88,7 +105,7 @@ std::string GeneralUsage() {
                   "  version   print the version\n"
                   "  help      show help (tupa help COMMAND)\n\n"
                   "environment: TUPA_SCHEDULER (host:port), TUPA_TOKEN "
-                  "(bearer token)\n"
+                  "(bearer token), TUPA_TLS_CA, TUPA_TLS_CERT, TUPA_TLS_KEY\n"
                   "exit codes: 0 ok, 1 failed, 2 bad usage, 3 not found, "
                   "4 permission denied, 5 scheduler unreachable\n");
   return text;
@@ -117,6 +134,15 @@ std::pair<std::string, std::vector<std::string>> SplitCommand(
   return {"", args};
 }
 
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,
                             const Command& command, CommandContext& context) {
   ConnectionOptions& c = context.connection;
@@ -125,6 +151,17 @@ absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,
   if (c.target.empty())
     return absl::InvalidArgumentError("--scheduler: must not be empty");
   c.token = env.token;
+  const std::pair<std::string, std::string*> tls[] = {
+      {parsed.Value("tls-ca", env.tls_ca), &c.tls_ca_pem},
+      {parsed.Value("tls-cert", env.tls_cert), &c.tls_cert_pem},
+      {parsed.Value("tls-key", env.tls_key), &c.tls_key_pem}};
+  for (const auto& [path, pem] : tls) {
+    if (path.empty()) continue;
+    ASSIGN_OR_RETURN(*pem, ReadTextFile(path));
+  }
+  if (c.tls_cert_pem.empty() != c.tls_key_pem.empty())
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key: give both or neither");
   if (parsed.Has("timeout")) {
     ASSIGN_OR_RETURN(absl::Duration d,
                      ParseDuration(parsed.Value("timeout"), "--timeout"));

@@ -16,6 +16,11 @@ inline constexpr char kVersion[] = "0.1.0";
 struct CliEnvironment {
   std::string scheduler;  // TUPA_SCHEDULER; empty = default
   std::string token;      // TUPA_TOKEN; empty = none
+  // TLS (file paths): TUPA_TLS_CA enables TLS; TUPA_TLS_CERT/TUPA_TLS_KEY
+  // are a client certificate for a scheduler that requires mTLS.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 // Runs `tupa ARGS...` (`args` excludes the program name). Writes results to

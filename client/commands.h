@@ -55,6 +55,15 @@ absl::Status RunCost(CommandContext& context, const ParsedArgs& args);
 void AddEstimateFlags(FlagSet& flags);
 absl::Status RunEstimate(CommandContext& context, const ParsedArgs& args);
 
+// `why`: the reason code, jobs ahead and estimated start of a job.
+absl::Status RunWhy(CommandContext& context, const ParsedArgs& args);
+// The table form of a WhyJob answer, one line ending in '\n'.
+std::string FormatWhy(const v1::WhyJobResponse& why, absl::Time now);
+
+// `tupa admin token create|list|revoke` (admin_commands.cc).
+void AddAdminFlags(FlagSet& flags);
+absl::Status RunAdmin(CommandContext& context, const ParsedArgs& args);
+
 // A fresh random idempotency key: 128 bits as 32 hex digits.
 std::string NewIdempotencyKey();
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tupa/v1/admin.grpc.pb.h"
 #include "tupa/v1/cluster.grpc.pb.h"
 #include "tupa/v1/job_service.grpc.pb.h"
 
@@ -24,6 +25,11 @@ inline constexpr absl::Duration kDefaultCallTimeout = absl::Seconds(30);
 struct ConnectionOptions {
   std::string target = kDefaultScheduler;  // host:port
   std::string token;                       // sent as "Bearer <token>" if set
+  // TLS, as PEM text: a non-empty CA (or client cert) switches to TLS;
+  // cert+key are presented to a scheduler that requires client certs.
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   absl::Duration call_timeout = kDefaultCallTimeout;  // per attempt
   absl::Duration retry_for = absl::ZeroDuration();    // retry window
 };
@@ -35,6 +41,7 @@ class Connection {
 
   v1::JobService::Stub& jobs() { return *jobs_; }
   v1::ClusterService::Stub& cluster() { return *cluster_; }
+  v1::AdminService::Stub& admin() { return *admin_; }
   const ConnectionOptions& options() const { return options_; }
 
   // A context with the token metadata and a deadline `timeout` from now
@@ -59,6 +66,7 @@ class Connection {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::JobService::Stub> jobs_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
+  std::unique_ptr<v1::AdminService::Stub> admin_;
 };
 
 // The next retry delay after `current` (100 ms doubling to 2 s).

@@ -173,9 +173,27 @@ TEST(WorkerFormatTest, WorkersTableShowsAllocationTypesAndJobs) {
   w.add_running_jobs(9);
   EXPECT_EQ(RenderWorkersTable({w}, kNow),
             "ID        STATE  REGION   GPUS   TYPE  OFFERING  PRICE/GPU-H  "
-            "UTIL     CPU  MEM   ADDRESS   LAST-SEEN  JOBS\n"
+            "UTIL     CPU  MEM   ADDRESS   LAST-SEEN  JOBS  IDLE  POLICY\n"
             "worker-1  UP     eu-west  1.5/4  H100  -         -            "
-            "20% 1Gi  16   64Gi  10.0.0.5  2s ago     4,9\n");
+            "20% 1Gi  16   64Gi  10.0.0.5  2s ago     4,9   -     -\n");
+}
+
+TEST(WorkerFormatTest, ShowsIdleTimeVerdictAndWhyAStoppedWorkerStopped) {
+  v1::Worker idle;
+  idle.set_id("w-1");
+  idle.set_state(v1::WORKER_STATE_UP);
+  idle.set_idle_seconds(125);
+  idle.set_verdict("KEEP_WARM");
+  idle.set_verdict_reason("last 1 of pool local/EMU");
+  v1::Worker stopped;
+  stopped.set_id("w-2");
+  stopped.set_state(v1::WORKER_STATE_OFFLINE);
+  stopped.set_stopped_reason("IDLE: no job for 3s");
+  const std::string table = RenderWorkersTable({idle, stopped}, kNow);
+  EXPECT_NE(table.find("2m05s"), std::string::npos) << table;
+  EXPECT_NE(table.find("KEEP_WARM: last 1 of pool local/EMU"), std::string::npos);
+  EXPECT_NE(table.find("OFFLINE"), std::string::npos);
+  EXPECT_NE(table.find("IDLE: no job for 3s"), std::string::npos);
 }
 
 TEST(WorkerFormatTest, PricedWorkerShowsOfferingAndPriceWithCurrency) {

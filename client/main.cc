@@ -11,5 +11,8 @@ int main(int argc, char** argv) {
   tupa::client::CliEnvironment env;
   if (const char* s = std::getenv("TUPA_SCHEDULER")) env.scheduler = s;
   if (const char* t = std::getenv("TUPA_TOKEN")) env.token = t;
+  if (const char* v = std::getenv("TUPA_TLS_CA")) env.tls_ca = v;
+  if (const char* v = std::getenv("TUPA_TLS_CERT")) env.tls_cert = v;
+  if (const char* v = std::getenv("TUPA_TLS_KEY")) env.tls_key = v;
   return tupa::client::RunCli(args, env, std::cout, std::cerr);
 }

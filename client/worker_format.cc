@@ -39,6 +39,15 @@ std::string DeviceUse(const v1::Worker& w) {
                       "% ", used > 0 ? HumanMemory(used) : "0");
 }
 
+// The idle policy's verdict for a live worker ("KEEP_WARM: last 1 of pool
+// ..."), or why a stopped one stopped ("IDLE: ...").
+std::string IdlePolicyColumn(const v1::Worker& w) {
+  if (!w.stopped_reason().empty()) return w.stopped_reason();
+  if (w.verdict().empty()) return "-";
+  if (w.verdict_reason().empty()) return w.verdict();
+  return absl::StrCat(w.verdict(), ": ", w.verdict_reason());
+}
+
 }  // namespace
 
 std::string WorkerStateName(v1::WorkerState state) {
@@ -49,7 +58,7 @@ std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
                                absl::Time now) {
   Table table({"ID", "STATE", "REGION", "GPUS", "TYPE", "OFFERING",
                "PRICE/GPU-H", "UTIL", "CPU", "MEM", "ADDRESS", "LAST-SEEN",
-               "JOBS"});
+               "JOBS", "IDLE", "POLICY"});
   for (const v1::Worker& w : workers) {
     table.AddRow(
         {w.id(), WorkerStateName(w.state()),
@@ -64,7 +73,10 @@ std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
          w.address().empty() ? "-" : w.address(),
          HumanAgo(ToTime(w.last_seen()), now),
          w.running_jobs_size() > 0 ? absl::StrJoin(w.running_jobs(), ",")
-                                   : "-"});
+                                   : "-",
+         w.idle_seconds() > 0 ? HumanDuration(absl::Seconds(w.idle_seconds()))
+                              : "-",
+         IdlePolicyColumn(w)});
   }
   return table.Render();
 }

@@ -27,6 +27,16 @@ ABSL_FLAG(std::string, config, "", "scheduler config YAML merged over flags");
 ABSL_FLAG(std::string, pricing, "",
           "price catalog YAML (or `pricing:` in --config); see deploy/pricing.example.yaml");
 ABSL_FLAG(std::string, policy, "tupa", "placement policy: firstfit|bestfit|tupa");
+ABSL_FLAG(bool, auth, true,
+          "require bearer tokens (scripts/cluster's dev mode passes false)");
+ABSL_FLAG(std::string, bootstrap_admin_token_file, "",
+          "file holding the first admin token (upserted, hashed, as user admin)");
+ABSL_FLAG(std::string, join_token_file, "",
+          "file holding the token workers must present to register");
+ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (chain): enables TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA: require client certificates signed by it (mTLS)");
 
 int main(int argc, char** argv) {
   // Block SIGTERM/SIGINT in every thread; main waits for them with sigwait.
@@ -60,6 +70,13 @@ int main(int argc, char** argv) {
       policy == "firstfit"  ? tupa::scheduler::PlacementOptions::Policy::kFirstFit
       : policy == "bestfit" ? tupa::scheduler::PlacementOptions::Policy::kBestFit
                             : tupa::scheduler::PlacementOptions::Policy::kTupa;
+  options.auth.enabled = absl::GetFlag(FLAGS_auth);
+  options.auth.bootstrap_admin_token_file =
+      absl::GetFlag(FLAGS_bootstrap_admin_token_file);
+  options.auth.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   if (!absl::GetFlag(FLAGS_pricing).empty()) {
     absl::Status s = tupa::scheduler::LoadPricingFile(
         absl::GetFlag(FLAGS_pricing), options);

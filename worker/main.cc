@@ -4,12 +4,18 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
+
+#include <glog/logging.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/flag_names.h"
 #include "common/logging.h"
@@ -21,6 +27,11 @@ ABSL_FLAG(std::string, scheduler, "localhost:50051", "scheduler address");
 ABSL_FLAG(std::string, id, "", "worker id (default: the host name)");
 ABSL_FLAG(std::string, join_token_file, "",
           "file holding the join token (or env TUPA_JOIN_TOKEN)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA that signed the scheduler's certificate: enables TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM client certificate, for a scheduler that requires mTLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, region, "", "region, e.g. sa-east-1");
 ABSL_FLAG(std::string, instance_id, "", "cloud instance id");
 ABSL_FLAG(std::string, offering, "on-demand",
@@ -39,6 +50,10 @@ ABSL_FLAG(std::string, metrics_listen, ":9465",
           "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, trainer, "", "tupa-train path (default: beside this binary)");
 ABSL_FLAG(int, kill_grace_s, 5, "seconds between SIGTERM and SIGKILL");
+ABSL_FLAG(std::string, on_shutdown, "",
+          "command (sh -c) run when the scheduler's idle policy stops this "
+          "worker, before it exits 0; gets TUPA_WORKER_ID TUPA_INSTANCE_ID "
+          "TUPA_REGION TUPA_GPU_TYPE TUPA_REASON");
 
 namespace {
 
@@ -46,6 +61,14 @@ std::string HostName() {
   char buf[256] = {};
   gethostname(buf, sizeof(buf) - 1);
   return buf;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 int64_t HostMemory() {
@@ -84,6 +107,31 @@ int main(int argc, char** argv) {
   options.worker_id = absl::GetFlag(FLAGS_id).empty() ? HostName()
                                                       : absl::GetFlag(FLAGS_id);
   if (const char* env = std::getenv("TUPA_JOIN_TOKEN")) options.join_token = env;
+  if (!absl::GetFlag(FLAGS_join_token_file).empty()) {
+    auto token = ReadFile(absl::GetFlag(FLAGS_join_token_file));
+    if (!token.ok()) {
+      std::cerr << "tupa-worker: --join-token-file: " << token.status().message()
+                << "\n";
+      return 2;
+    }
+    options.join_token = std::string(absl::StripAsciiWhitespace(*token));
+  }
+  for (auto [flag, pem] :
+       {std::make_pair(absl::GetFlag(FLAGS_tls_ca), &options.tls_ca_pem),
+        std::make_pair(absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem),
+        std::make_pair(absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem)}) {
+    if (flag.empty()) continue;
+    auto text = ReadFile(flag);
+    if (!text.ok()) {
+      std::cerr << "tupa-worker: " << text.status().message() << "\n";
+      return 2;
+    }
+    *pem = *text;
+  }
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+    std::cerr << "tupa-worker: --tls-cert and --tls-key: give both or neither\n";
+    return 2;
+  }
   options.region = absl::GetFlag(FLAGS_region);
   options.instance_id = absl::GetFlag(FLAGS_instance_id);
   options.offering = absl::GetFlag(FLAGS_offering);
@@ -114,6 +162,7 @@ int main(int argc, char** argv) {
   options.cpu = std::thread::hardware_concurrency();
   options.memory_bytes = HostMemory();
   options.kill_grace = absl::Seconds(absl::GetFlag(FLAGS_kill_grace_s));
+  options.on_shutdown = absl::GetFlag(FLAGS_on_shutdown);
 
   tupa::worker::Agent agent(std::move(options));
   auto exposer = tupa::StartExposer(absl::GetFlag(FLAGS_metrics_listen),
@@ -132,5 +181,7 @@ int main(int argc, char** argv) {
   // Run() returns after Stop() (a signal or a Shutdown from the scheduler).
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (const std::string reason = agent.shutdown_reason(); !reason.empty())
+    LOG(INFO) << "stopped by the scheduler (" << reason << "); exiting 0";
   return 0;
 }

@@ -449,7 +449,7 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
       s.primary =
           frag_.Frag(after.data(), n, pool.type_id, cpu_left, mem_left) -
           before;
-      s.secondary = fit3;
+      s.secondary = std::getenv("X_FIT2") ? fit : fit3;
     } else {
       s.primary = fit;
     }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "scheduler/service/request_validation.h"
 #include "scheduler/service/services.h"
 
 namespace tupa::scheduler {
@@ -14,6 +15,16 @@ bool IsTerminal(v1::JobState s) {
          s == v1::JOB_STATE_CANCELLED;
 }
 
+// The job `id` if `p` may read it; other teams' jobs are NOT_FOUND, as if
+// they did not exist.
+absl::StatusOr<v1::Job> ReadableJob(SchedulerCore* core, const Principal& p,
+                                    int64_t id) {
+  absl::StatusOr<v1::Job> job = core->GetJob(id);
+  if (job.ok() && !CanReadJob(p, job->spec()))
+    return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+  return job;
+}
+
 grpc::Status BadId(int64_t id) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                       absl::StrCat("id: must be a positive job id, got ", id));
@@ -21,47 +32,68 @@ grpc::Status BadId(int64_t id) {
 
 }  // namespace
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx,
                                        const v1::SubmitJobRequest* req,
                                        v1::SubmitJobResponse* resp) {
-  auto result = core_->Submit(req->spec(), req->idempotency_key());
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (auto s = ValidateSubmitJobRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  v1::JobSpec spec = req->spec();
+  ApplySubmitter(*caller, spec);
+  auto result = core_->Submit(std::move(spec), req->idempotency_key());
   if (!result.ok()) return ToGrpcStatus(result.status());
   *resp->mutable_job() = std::move(result->job);
   resp->set_created(result->created);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx,
                                     const v1::GetJobRequest* req,
                                     v1::Job* resp) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (req->id() <= 0) return BadId(req->id());
-  auto job = core_->GetJob(req->id());
+  auto job = ReadableJob(core_, *caller, req->id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *resp = std::move(*job);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx,
                                       const v1::ListJobsRequest* req,
                                       v1::ListJobsResponse* resp) {
-  if (req->limit() < 0)
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "limit: must be >= 0");
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (auto s = ValidateListJobsRequest(*req); !s.ok()) return ToGrpcStatus(s);
   JobFilter filter;
   for (int s : req->states()) filter.states.push_back(static_cast<v1::JobState>(s));
   filter.user = req->user();
   filter.team = req->team();
   if (req->limit() > 0) filter.limit = req->limit();
+  if (!ScopeJobFilter(*caller, filter)) return grpc::Status::OK;
   auto jobs = core_->ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (auto& j : *jobs) *resp->add_jobs() = std::move(j);
+  for (auto& j : *jobs)
+    if (CanReadJob(*caller, j.spec())) *resp->add_jobs() = std::move(j);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx,
                                        const v1::CancelJobRequest* req,
                                        v1::Job* resp) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (req->id() <= 0) return BadId(req->id());
+  if (auto s = ValidateCancelJobRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  {
+    auto target = ReadableJob(core_, *caller, req->id());
+    if (!target.ok()) return ToGrpcStatus(target.status());
+    if (!CanCancelJob(*caller, target->spec()))
+      return ToGrpcStatus(PermissionDenied(
+          *caller, absl::StrCat("job ", req->id(), " belongs to ",
+                                target->spec().user(),
+                                "; only its owner or an admin may cancel it")));
+  }
   auto job = core_->CancelJob(req->id(), req->reason());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *resp = std::move(*job);
@@ -71,7 +103,11 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*,
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx,
                                       const v1::GetJobRequest* req,
                                       grpc::ServerWriter<v1::Job>* writer) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (req->id() <= 0) return BadId(req->id());
+  if (auto job = ReadableJob(core_, *caller, req->id()); !job.ok())
+    return ToGrpcStatus(job.status());
   uint64_t seen = 0;
   v1::Job last;
   bool first = true;
@@ -95,8 +131,11 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx,
 grpc::Status JobServiceImpl::StreamLogs(
     grpc::ServerContext* ctx, const v1::StreamLogsRequest* req,
     grpc::ServerWriter<v1::LogChunk>* writer) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (req->id() <= 0) return BadId(req->id());
-  auto job = core_->GetJob(req->id());
+  if (auto s = ValidateStreamLogsRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  auto job = ReadableJob(core_, *caller, req->id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   const int32_t attempt = req->attempt() > 0 ? req->attempt() : job->attempt();
   std::map<int32_t, int64_t> offsets;
@@ -137,21 +176,63 @@ grpc::Status JobServiceImpl::StreamLogs(
   return grpc::Status(grpc::StatusCode::CANCELLED, "log stream cancelled");
 }
 
-grpc::Status JobServiceImpl::GetCostReport(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetCostReport(grpc::ServerContext* ctx,
                                            const v1::CostReportRequest* req,
                                            v1::CostReport* resp) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (auto s = ValidateCostReportRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  const bool all_teams = CanSeeAllCosts(*caller);
+  if (!all_teams && !req->group_by().empty() && req->group_by() != "team")
+    return ToGrpcStatus(PermissionDenied(
+        *caller, "the cost report by " + req->group_by() +
+                     " covers every team and needs an admin; use --by team "
+                     "for your own team's"));
   auto report = core_->CostReport(*req);
   if (!report.ok()) return ToGrpcStatus(report.status());
   *resp = std::move(*report);
+  if (!all_teams) {
+    // Only the caller's team's row; cluster-wide idle cost is not theirs.
+    const std::string team = caller->team.empty() ? "-" : caller->team;
+    v1::CostRow mine;
+    mine.set_key(team);
+    mine.set_cost("0");
+    for (const v1::CostRow& row : resp->rows())
+      if (row.key() == team) mine = row;
+    resp->clear_rows();
+    *resp->add_rows() = mine;
+    resp->set_total(mine.cost());
+    resp->set_total_gpu_seconds(mine.gpu_seconds());
+    resp->clear_idle_cost();
+    resp->clear_idle_gpu_seconds();
+  }
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::EstimateJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::EstimateJob(grpc::ServerContext* ctx,
                                          const v1::EstimateJobRequest* req,
                                          v1::EstimateJobResponse* resp) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (!CanEstimate(*caller))
+    return ToGrpcStatus(PermissionDenied(*caller, "estimating jobs"));
   auto estimate = core_->EstimateJob(req->spec());
   if (!estimate.ok()) return ToGrpcStatus(estimate.status());
   *resp = std::move(*estimate);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::WhyJob(grpc::ServerContext* ctx,
+                                    const v1::GetJobRequest* req,
+                                    v1::WhyJobResponse* resp) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (req->id() <= 0) return BadId(req->id());
+  if (auto job = ReadableJob(core_, *caller, req->id()); !job.ok())
+    return ToGrpcStatus(job.status());
+  auto why = core_->WhyJob(req->id());
+  if (!why.ok()) return ToGrpcStatus(why.status());
+  *resp = std::move(*why);
   return grpc::Status::OK;
 }
 

@@ -32,6 +32,7 @@ absl::Status SchedulerCore::Start() {
                    store_->LoadOpenAllocations());
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
   ASSIGN_OR_RETURN(std::vector<UptimeRecord> uptime, store_->LoadOpenUptime());
+  ASSIGN_OR_RETURN(auto stopped_reasons, store_->LastShutdownReasons());
   std::vector<int64_t> job_ids;
   for (const v1::Job& j : jobs) job_ids.push_back(j.id());
   ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(job_ids));
@@ -43,6 +44,7 @@ absl::Status SchedulerCore::Start() {
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
+    stopped_reasons_ = std::move(stopped_reasons);
     // Known workers get a full lease to reconnect after a scheduler restart.
     for (v1::Worker& w : workers) {
       WorkerEntry entry;
@@ -120,6 +122,12 @@ void SchedulerCore::Shutdown() {
       if (w.session) w.session->Close();
   }
   if (loop_.joinable()) loop_.join();
+  std::vector<std::thread> hooks;
+  {
+    absl::MutexLock lock(&hooks_mu_);
+    hooks.swap(hook_threads_);
+  }
+  for (auto& t : hooks) t.join();
 }
 
 void SchedulerCore::Loop() {
@@ -145,9 +153,11 @@ void SchedulerCore::Loop() {
 void SchedulerCore::RunCycle() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
+  RetryDeferred(now);
   CheckLeases(now);
   EnforceBudgets(now);
   Schedule(now);
+  RunIdlePolicy(now);
   UpdateGauges(now);
 }
 
@@ -181,8 +191,9 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
     v.memory_total = v.memory_free = w.info.memory_bytes();
     if (w.price)
       v.price_per_gpu_hour = pricing::PriceAt(*w.price, absl::Now()).ToDouble();
-    v.schedulable =
-        w.session != nullptr && w.info.state() == v1::WORKER_STATE_UP;
+    v.schedulable = w.session != nullptr &&
+                    w.info.state() == v1::WORKER_STATE_UP &&
+                    w.stop_reason.empty();
     views[id] = std::move(v);
   }
   for (const auto& [key, a] : allocs_) {
@@ -200,9 +211,8 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
   return out;
 }
 
-void SchedulerCore::Schedule(absl::Time now) {
+std::vector<JobRequest> SchedulerCore::PendingRequests() {
   std::vector<JobRequest> pending;
-  std::map<int64_t, RunningJob> running;
   for (const auto& [id, j] : jobs_) {
     const v1::JobSpec& spec = j.job.spec();
     if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
@@ -224,11 +234,11 @@ void SchedulerCore::Schedule(absl::Time now) {
       pending.push_back(std::move(r));
     }
   }
-  if (pending.empty()) return;
-  std::vector<NodeView> nodes = NodeViews();
-  bool any_schedulable = false;
-  for (const NodeView& n : nodes) any_schedulable |= n.schedulable;
-  if (!any_schedulable) return;  // nothing can start; keep the cycle cheap
+  return pending;
+}
+
+std::vector<RunningJob> SchedulerCore::RunningJobs() {
+  std::map<int64_t, RunningJob> running;
   for (const auto& [key, a] : allocs_) {
     const int64_t job_id = std::get<0>(key);
     RunningJob& r = running[job_id];
@@ -253,12 +263,25 @@ void SchedulerCore::Schedule(absl::Time now) {
   }
   std::vector<RunningJob> running_list;
   for (auto& [id, r] : running) running_list.push_back(std::move(r));
+  return running_list;
+}
+
+void SchedulerCore::Schedule(absl::Time now) {
+  // Skipped passes leave no stale reasons behind; WhyJob computes its own.
+  last_pending_.clear();
+  std::vector<JobRequest> pending = PendingRequests();
+  if (pending.empty()) return;
+  std::vector<NodeView> nodes = NodeViews();
+  bool any_schedulable = false;
+  for (const NodeView& n : nodes) any_schedulable |= n.schedulable;
+  if (!any_schedulable) return;  // nothing can start; keep the cycle cheap
   PlacementOptions options;
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
   PlacementPlan plan =
-      PlaceJobs(std::move(nodes), pending, running_list, options);
+      PlaceJobs(std::move(nodes), pending, RunningJobs(), options);
   for (const JobPlacement& p : plan.placed) StartPlacement(p, now);
+  last_pending_ = std::move(plan.pending);
 }
 
 int32_t SchedulerCore::PickMasterPort(const std::string& worker_id,
@@ -383,13 +406,46 @@ void SchedulerCore::CancelAttemptNodes(int64_t job_id, int32_t attempt,
   }
 }
 
+void SchedulerCore::Defer(std::string what,
+                          std::function<absl::Status()> write) {
+  LOG(WARNING) << "database unavailable: " << what << " will be recorded when "
+               << "it returns";
+  deferred_.push_back({std::move(what), std::move(write)});
+}
+
+void SchedulerCore::RetryDeferred(absl::Time now) {
+  if (deferred_.empty() || now < deferred_retry_at_) return;
+  while (!deferred_.empty()) {
+    absl::Status s = deferred_.front().write();
+    if (absl::IsUnavailable(s)) {  // still down: keep the order, back off
+      deferred_retry_at_ = now + absl::Seconds(1);
+      return;
+    }
+    // Anything else (e.g. a commit in doubt that did land) is final.
+    if (s.ok()) {
+      LOG(INFO) << "recorded " << deferred_.front().what;
+    } else {
+      LOG(WARNING) << "dropping deferred " << deferred_.front().what << ": "
+                   << s;
+    }
+    deferred_.pop_front();
+  }
+}
+
 void SchedulerCore::FinishJob(ActiveJob& job, v1::JobState state,
                               int32_t exit_code, const std::string& message) {
   const int64_t id = job.job.id();
   const int32_t attempt = job.job.attempt();
-  absl::Status s = store_->FinishJob(id, attempt, state, exit_code, message,
-                                     /*close_allocations=*/false);
-  if (!s.ok()) LOG(ERROR) << "recording the end of job " << id << ": " << s;
+  auto write = [store = store_, id, attempt, state, exit_code, message] {
+    return store->FinishJob(id, attempt, state, exit_code, message,
+                            /*close_allocations=*/false);
+  };
+  absl::Status s = write();
+  if (absl::IsUnavailable(s)) {
+    Defer(absl::StrCat("the end of job ", id, " attempt ", attempt), write);
+  } else if (!s.ok()) {
+    LOG(ERROR) << "recording the end of job " << id << ": " << s;
+  }
   job.terminal = true;
   job.job.set_state(state);
   job.job.set_exit_code(exit_code);
@@ -440,8 +496,9 @@ void SchedulerCore::ForgetIfDone(int64_t job_id) {
 
 absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
   std::vector<const v1::Worker*> known;
-  for (const auto& [id, w] : workers_)
-    if (w.info.state() != v1::WORKER_STATE_OFFLINE) known.push_back(&w.info);
+  // Every worker the cluster has had counts: a pool the idle policy
+  // stopped can be scaled up again.
+  for (const auto& [id, w] : workers_) known.push_back(&w.info);
   if (known.empty()) return absl::OkStatus();  // nothing to judge by yet
   const auto& r = spec.resources();
   const int nodes = std::max(1, r.nodes());

@@ -13,6 +13,8 @@
 #ifndef TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 #define TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <memory>
@@ -25,6 +27,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "scheduler/idle/decide.h"
+#include "scheduler/idle/policy.h"
 #include "scheduler/placement/placement.h"
 #include "scheduler/pricing/budget.h"
 #include "scheduler/pricing/cost.h"
@@ -50,6 +54,8 @@ struct SchedulerOptions {
   PlacementOptions::Policy policy = PlacementOptions::Policy::kTupa;
   // Prices and budgets; null: nothing is priced and no budget applies.
   std::shared_ptr<const pricing::PriceCatalog> pricing;
+  // Idle shutdown, scale-up and zombie-job policy; nullopt: off.
+  std::optional<idle::IdlePolicy> idle;
 };
 
 class SchedulerCore {
@@ -90,6 +96,9 @@ class SchedulerCore {
   // Money (scheduler_core_money.cc).
   absl::StatusOr<v1::CostReport> CostReport(const v1::CostReportRequest& req);
   absl::StatusOr<v1::EstimateJobResponse> EstimateJob(v1::JobSpec spec);
+  // Why a job waits (scheduler_core_why.cc): the last pass's reason, or one
+  // computed now over the current view when no pass has decided it.
+  absl::StatusOr<v1::WhyJobResponse> WhyJob(int64_t id);
   LogStore& logs() { return logs_; }
   SchedulerMetrics& metrics() { return *metrics_; }
 
@@ -130,12 +139,17 @@ class SchedulerCore {
     std::optional<pricing::PriceEntry> price;
     int64_t uptime_id = 0;  // open worker_uptime row, 0 if none
     absl::Time up_since;
+    std::string stop_reason;  // set once told to shut down
   };
 
   void Loop();
   void RunCycle() ABSL_LOCKS_EXCLUDED(mu_);
   void CheckLeases(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Schedule(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Placement's inputs from the view: the pending jobs it may start (not
+  // held) and what runs now.
+  std::vector<JobRequest> PendingRequests() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<RunningJob> RunningJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartPlacement(const JobPlacement& placement, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerLost(const std::string& id, const std::string& reason)
@@ -188,8 +202,26 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillUsage(v1::Job& job, const JobUsage& usage, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // scheduler_core_idle.cc: the idle policy, once a second.
+  void RunIdlePolicy(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  idle::Snapshot IdleSnapshot(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShutDownWorker(const idle::ShutdownDecision& d)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs an operator hook on its own thread and records the outcome.
+  void RunHookAsync(const std::string& command,
+                    std::map<std::string, std::string> env,
+                    std::string worker_id);
+  void RecordEvent(const std::string& kind, const std::string& worker_id,
+                   int64_t job_id, const std::string& reason,
+                   double idle_seconds = 0, const std::string& saved = "");
   // scheduler_core_metrics.cc: the view's gauges, once per cycle.
   void UpdateGauges(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A write whose store call failed UNAVAILABLE (database down) is kept and
+  // retried in order by the loop until it is recorded, so the end of a job,
+  // of an allocation or of an uptime span outlives an outage.
+  void Defer(std::string what, std::function<absl::Status()> write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RetryDeferred(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* const store_;
   const SchedulerOptions options_;
@@ -202,10 +234,25 @@ class SchedulerCore {
   std::map<int64_t, ActiveJob> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  // Why each job of the last placement pass waits; cleared when a cycle
+  // skips placement, so WhyJob then computes the reason itself.
+  std::map<int64_t, PendingInfo> last_pending_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  struct DeferredWrite {
+    std::string what;
+    std::function<absl::Status()> write;
+  };
+  std::deque<DeferredWrite> deferred_ ABSL_GUARDED_BY(mu_);
+  absl::Time deferred_retry_at_ ABSL_GUARDED_BY(mu_);
+  idle::PolicyState idle_state_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, idle::WorkerVerdict> verdicts_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> stopped_reasons_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_idle_run_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Mutex hooks_mu_;
+  std::vector<std::thread> hook_threads_ ABSL_GUARDED_BY(hooks_mu_);
   std::thread loop_;
 };
 

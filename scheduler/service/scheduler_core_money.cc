@@ -54,12 +54,20 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                           j != jobs_.end() ? j->second.job.spec().user() : "",
                           alloc.gpu_type, currency, m.ToDouble());
   }
-  absl::Status s = store_->CloseAllocation(job_id, attempt, node,
-                                           absl::ToUnixMillis(end), cost,
-                                           currency);
-  if (!s.ok())
+  auto write = [store = store_, job_id = job_id, attempt = attempt,
+                node = node, end_ms = absl::ToUnixMillis(end), cost, currency] {
+    return store->CloseAllocation(job_id, attempt, node, end_ms, cost,
+                                  currency);
+  };
+  absl::Status s = write();
+  if (absl::IsUnavailable(s)) {
+    Defer(absl::StrCat("the allocation of job ", job_id, " attempt ", attempt,
+                       " node ", node),
+          write);
+  } else if (!s.ok()) {
     LOG(ERROR) << "closing allocation of job " << job_id << " attempt "
                << attempt << " node " << node << ": " << s;
+  }
 }
 
 void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {
@@ -91,8 +99,12 @@ void SchedulerCore::CloseUptime(WorkerEntry& worker, absl::Time end) {
     cost = CostOf(whole, end).ToString();
     currency = options_.pricing->currency();
   }
-  store_->CloseUptime(worker.uptime_id, absl::ToUnixMillis(end), cost, currency)
-      .IgnoreError();
+  auto write = [store = store_, id = worker.uptime_id,
+                end_ms = absl::ToUnixMillis(end), cost, currency] {
+    return store->CloseUptime(id, end_ms, cost, currency);
+  };
+  if (absl::IsUnavailable(write()))
+    Defer(absl::StrCat("the uptime of worker ", worker.info.id()), write);
   worker.uptime_id = 0;
 }
 

@@ -54,6 +54,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   entry.last_seen = absl::Now();
   entry.gpu_type = gpu_type;
   entry.price = price;
+  entry.stop_reason.clear();
+  stopped_reasons_.erase(hello.worker_id());
   OpenUptime(entry, entry.last_seen);
   entry.session =
       std::make_shared<WorkerSession>(hello.worker_id(), next_session_++);
@@ -118,6 +120,17 @@ void SchedulerCore::DisconnectWorker(
   // The lease (last_seen) keeps running: a worker that reconnects in time
   // keeps its jobs.
   it->second.session = nullptr;
+  if (!it->second.stop_reason.empty()) {
+    // It was told to shut down and did: stopped, not lost.
+    WorkerEntry& w = it->second;
+    w.info.set_state(v1::WORKER_STATE_OFFLINE);
+    store_->SetWorkerState(w.info.id(), v1::WORKER_STATE_OFFLINE).IgnoreError();
+    CloseUptime(w, absl::Now());
+    stopped_reasons_[w.info.id()] = w.stop_reason;
+    w.stop_reason.clear();
+    LOG(INFO) << "worker " << w.info.id() << " stopped ("
+              << stopped_reasons_[w.info.id()] << ")";
+  }
   LOG(INFO) << "worker " << session->worker_id() << " disconnected";
   Changed();
 }
@@ -170,6 +183,13 @@ void SchedulerCore::HandleWorkerMessage(
       break;
     case v1::WorkerMessage::kNodeStatus:
       OnNodeStatus(worker, message.node_status());
+      break;
+    case v1::WorkerMessage::kShutdownAck:
+      RecordEvent(message.shutdown_ack().hook_ok() ? "HOOK_OK" : "HOOK_FAILED",
+                  worker.info.id(), 0,
+                  message.shutdown_ack().hook_ok()
+                      ? "worker --on-shutdown hook ran"
+                      : message.shutdown_ack().message());
       break;
     case v1::WorkerMessage::kProgress:
       OnProgress(message.progress());
@@ -280,8 +300,15 @@ v1::Worker SchedulerCore::WorkerView(const WorkerEntry& entry) {
     w.set_currency(options_.pricing->currency());
   }
   for (int64_t id : jobs) w.add_running_jobs(id);
-  if (entry.session == nullptr && w.state() == v1::WORKER_STATE_UP)
-    w.set_state(v1::WORKER_STATE_UP);  // within its lease, reconnecting
+  if (auto v = verdicts_.find(entry.info.id()); v != verdicts_.end()) {
+    w.set_verdict(idle::VerdictName(v->second.verdict));
+    w.set_verdict_reason(v->second.reason);
+    w.set_idle_seconds(absl::ToDoubleSeconds(v->second.idle));
+  }
+  if (w.state() == v1::WORKER_STATE_OFFLINE) {
+    if (auto r = stopped_reasons_.find(entry.info.id()); r != stopped_reasons_.end())
+      w.set_stopped_reason(r->second);
+  }
   return w;
 }
 

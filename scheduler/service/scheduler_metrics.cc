@@ -125,6 +125,24 @@ SchedulerMetrics::SchedulerMetrics()
                         .Help("Workers declared lost (lease expired).")
                         .Register(*registry_)
                         .Add({})),
+      idle_shutdowns_(prometheus::BuildCounter()
+                          .Name("tupa_idle_shutdowns_total")
+                          .Help("Workers stopped by the idle policy.")
+                          .Register(*registry_)),
+      saved_per_hour_(prometheus::BuildCounter()
+                          .Name("tupa_idle_shutdown_saved_per_hour_total")
+                          .Help("Sum over idle shutdowns of the price per hour "
+                                "each stopped worker would have cost.")
+                          .Register(*registry_)),
+      scale_ups_(prometheus::BuildCounter()
+                     .Name("tupa_scale_ups_total")
+                     .Help("Scale-up requests made for pending jobs.")
+                     .Register(*registry_)),
+      zombies_(prometheus::BuildCounter()
+                   .Name("tupa_zombie_jobs_total")
+                   .Help("Jobs holding devices at near-zero activity past "
+                         "zombie_jobs.after, by the action taken.")
+                   .Register(*registry_)),
       gpu_seconds_(prometheus::BuildCounter()
                        .Name("tupa_gpu_seconds_allocated_total")
                        .Help("GPU-seconds allocated to jobs (share x devices "
@@ -221,6 +239,20 @@ void SchedulerMetrics::JobFinished(int64_t job_id, const std::string& team,
 }
 
 void SchedulerMetrics::WorkerLost() { workers_lost_.Increment(); }
+
+void SchedulerMetrics::IdleShutdown(const std::string& gpu_type,
+                                    double saved_per_hour) {
+  idle_shutdowns_.Add({{"gpu_type", gpu_type}}).Increment();
+  saved_per_hour_.Add({{"gpu_type", gpu_type}}).Increment(saved_per_hour);
+}
+
+void SchedulerMetrics::ScaleUpRequested(const std::string& pool) {
+  scale_ups_.Add({{"pool", pool}}).Increment();
+}
+
+void SchedulerMetrics::ZombieJob(const std::string& action) {
+  zombies_.Add({{"action", action}}).Increment();
+}
 
 void SchedulerMetrics::AddCost(const std::string& team, const std::string& user,
                                const std::string& gpu_type,

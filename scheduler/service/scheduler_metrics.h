@@ -84,6 +84,11 @@ class SchedulerMetrics {
   void JobRequeued(int64_t job_id, const std::string& team, absl::Time now);
   void JobFinished(int64_t job_id, const std::string& team, v1::JobState state);
   void WorkerLost();
+  // Idle policy (scheduler/idle): shutdowns with the money they save per
+  // hour, scale-up requests, zombie jobs.
+  void IdleShutdown(const std::string& gpu_type, double saved_per_hour);
+  void ScaleUpRequested(const std::string& pool);
+  void ZombieJob(const std::string& action);
 
   // Money, fed by the pricing integration (scheduler/pricing): the cost a
   // team's allocations accrued, and the cost of GPUs that were up but idle.
@@ -114,6 +119,10 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>& requeues_;
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Counter& workers_lost_;
+  prometheus::Family<prometheus::Counter>& idle_shutdowns_;
+  prometheus::Family<prometheus::Counter>& saved_per_hour_;
+  prometheus::Family<prometheus::Counter>& scale_ups_;
+  prometheus::Family<prometheus::Counter>& zombies_;
   prometheus::Family<prometheus::Counter>& gpu_seconds_;
   prometheus::Family<prometheus::Counter>& gpu_seconds_idle_;
   prometheus::Family<prometheus::Counter>& cost_;

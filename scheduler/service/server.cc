@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
 #include "common/quantity.h"
@@ -33,6 +34,87 @@ absl::Status LoadPricingFile(const std::string& path,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The `auth:` mapping of a config file.
+absl::Status MergeAuthConfig(const YAML::Node& node, const std::string& path,
+                             SchedulerServerOptions& options) {
+  if (!node.IsMap())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config ", path, ": auth: must be a mapping (enabled, "
+        "bootstrap_admin_token_file, join_token_file)"));
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (!kv.second.IsScalar())
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ": auth.", key, ": must be a scalar"));
+    const std::string value = kv.second.Scalar();
+    if (key == "enabled") {
+      if (value == "true") {
+        options.auth.enabled = true;
+      } else if (value == "false") {
+        options.auth.enabled = false;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config ", path, ": auth.enabled: must be true or false"));
+      }
+    } else if (key == "bootstrap_admin_token_file") {
+      options.auth.bootstrap_admin_token_file = value;
+    } else if (key == "join_token_file") {
+      options.auth.join_token_file = value;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ": auth.", key, ": unknown setting"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The `tls:` mapping of a config file: cert, key, client_ca (file paths).
+absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
+                            SchedulerServerOptions& options) {
+  if (!node.IsMap())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config ", path, ": tls: must be a mapping (cert, key, client_ca)"));
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (!kv.second.IsScalar())
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ": tls.", key, ": must be a file path"));
+    if (key == "cert") {
+      options.tls.cert_file = kv.second.Scalar();
+    } else if (key == "key") {
+      options.tls.key_file = kv.second.Scalar();
+    } else if (key == "client_ca") {
+      options.tls.client_ca_file = kv.second.Scalar();
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ": tls.", key, ": unknown setting"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     const std::string& what) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
+                                           const std::string& what) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, what));
+  std::string secret(absl::StripAsciiWhitespace(text));
+  if (secret.empty())
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " is empty"));
+  return secret;
+}
+
 absl::Status MergeConfigFile(const std::string& path,
                              SchedulerServerOptions& options) {
   YAML::Node root;
@@ -48,6 +130,24 @@ absl::Status MergeConfigFile(const std::string& path,
         absl::StrCat("config ", path, ": must be a mapping"));
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
+    if (key == "idle_shutdown" || key == "scale_up" || key == "zombie_jobs") {
+      if (!options.core.idle) {
+        auto policy = idle::ParseIdlePolicy(root);  // reads all three sections
+        if (!policy.ok())
+          return absl::InvalidArgumentError(
+              absl::StrCat("config ", path, ": ", policy.status().message()));
+        options.core.idle = *policy;
+      }
+      continue;
+    }
+    if (key == "auth") {
+      RETURN_IF_ERROR(MergeAuthConfig(kv.second, path, options));
+      continue;
+    }
+    if (key == "tls") {
+      RETURN_IF_ERROR(MergeTlsConfig(kv.second, path, options));
+      continue;
+    }
     if (key == "pricing") {
       auto catalog = pricing::PriceCatalog::FromNode(kv.second, "pricing");
       if (!catalog.ok())
@@ -123,17 +223,68 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
                    StartExposer(options.metrics_listen,
                                 server->core_->metrics().collectables()));
 
-  server->jobs_ = std::make_unique<JobServiceImpl>(server->core_.get());
-  server->cluster_ = std::make_unique<ClusterServiceImpl>(server->core_.get());
-  server->workers_ = std::make_unique<WorkerServiceImpl>(server->core_.get());
+  server->auth_ = std::make_unique<Authenticator>(server->store_.get(),
+                                                  options.auth.enabled);
+  if (!options.auth.enabled)
+    LOG(WARNING) << "auth disabled: every caller acts as an admin (dev mode)";
+  if (options.auth.enabled && !options.auth.bootstrap_admin_token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string token,
+                     ReadSecretFile(options.auth.bootstrap_admin_token_file,
+                                    "bootstrap_admin_token_file"));
+    RETURN_IF_ERROR(
+        server->store_->UpsertToken(HashToken(token), "admin", "", true)
+            .status());
+    LOG(INFO) << "bootstrap admin token loaded (user admin)";
+  }
+  std::string join_token;
+  if (!options.auth.join_token_file.empty()) {
+    ASSIGN_OR_RETURN(join_token, ReadSecretFile(options.auth.join_token_file,
+                                                "join_token_file"));
+  } else if (options.auth.enabled) {
+    LOG(WARNING) << "no join token (--join-token-file): any host that reaches "
+                    "this port can register as a worker";
+  }
+  server->jobs_ = std::make_unique<JobServiceImpl>(server->core_.get(),
+                                                   server->auth_.get());
+  server->cluster_ = std::make_unique<ClusterServiceImpl>(server->core_.get(),
+                                                          server->auth_.get());
+  server->workers_ = std::make_unique<WorkerServiceImpl>(server->core_.get(),
+                                                         std::move(join_token));
+  server->admin_ = std::make_unique<AdminServiceImpl>(server->store_.get(),
+                                                      server->auth_.get());
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (!options.tls.cert_file.empty() || !options.tls.key_file.empty()) {
+    if (options.tls.cert_file.empty() || options.tls.key_file.empty())
+      return absl::InvalidArgumentError(
+          "--tls-cert and --tls-key: give both or neither");
+    grpc::SslServerCredentialsOptions ssl(
+        options.tls.client_ca_file.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(options.tls.cert_file, "--tls-cert"));
+    ASSIGN_OR_RETURN(pair.private_key, ReadFile(options.tls.key_file, "--tls-key"));
+    ssl.pem_key_cert_pairs.push_back(std::move(pair));
+    if (!options.tls.client_ca_file.empty()) {
+      ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                       ReadFile(options.tls.client_ca_file, "--tls-client-ca"));
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+    LOG(INFO) << "TLS on" << (options.tls.client_ca_file.empty()
+                                  ? ""
+                                  : " (client certificates required)");
+  } else if (!options.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
   builder.RegisterService(server->jobs_.get());
   builder.RegisterService(server->cluster_.get());
   builder.RegisterService(server->workers_.get());
+  builder.RegisterService(server->admin_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0)
     return absl::UnavailableError(

@@ -17,13 +17,39 @@
 
 namespace tupa::scheduler {
 
+// Who may call (auth.h). Config: `auth: {enabled, bootstrap_admin_token_file,
+// join_token_file}`; flags --auth, --bootstrap-admin-token-file,
+// --join-token-file.
+struct AuthOptions {
+  bool enabled = true;  // scripts/cluster's dev mode turns it off
+  // Its (whitespace-trimmed) content is upserted, hashed, as user `admin`.
+  std::string bootstrap_admin_token_file;
+  // Workers must present this token in their Hello; empty file name: none.
+  std::string join_token_file;
+};
+
+// TLS on the one gRPC port; all empty: plaintext. With client_ca_file every
+// client (workers and the CLI) must present a certificate signed by it.
+struct TlsOptions {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
 struct SchedulerServerOptions {
   std::string listen = "0.0.0.0:50051";
   std::string database_url;
   int database_pool = 8;
   std::string metrics_listen = ":9464";  // empty: no /metrics
   SchedulerOptions core;
+  AuthOptions auth;
+  TlsOptions tls;
 };
+
+// Reads a secret file, trimmed of surrounding whitespace; InvalidArgument
+// naming `what` when it cannot be read or is empty.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
+                                           const std::string& what);
 
 // Reads a price catalog file (`--pricing FILE`) into `options`.
 absl::Status LoadPricingFile(const std::string& path,
@@ -54,6 +80,8 @@ class SchedulerServer {
   std::unique_ptr<JobServiceImpl> jobs_;
   std::unique_ptr<ClusterServiceImpl> cluster_;
   std::unique_ptr<WorkerServiceImpl> workers_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;

@@ -5,7 +5,9 @@
 #ifndef TUPA_SCHEDULER_SERVICE_SERVICES_H_
 #define TUPA_SCHEDULER_SERVICE_SERVICES_H_
 
+#include "scheduler/service/auth.h"
 #include "scheduler/service/scheduler_core.h"
+#include "tupa/v1/admin.grpc.pb.h"
 #include "tupa/v1/cluster.grpc.pb.h"
 #include "tupa/v1/job_service.grpc.pb.h"
 #include "tupa/v1/worker_protocol.grpc.pb.h"
@@ -14,7 +16,8 @@ namespace tupa::scheduler {
 
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  explicit JobServiceImpl(SchedulerCore* core) : core_(core) {}
+  JobServiceImpl(SchedulerCore* core, Authenticator* auth)
+      : core_(core), auth_(auth) {}
   grpc::Status SubmitJob(grpc::ServerContext* ctx,
                          const v1::SubmitJobRequest* req,
                          v1::SubmitJobResponse* resp) override;
@@ -37,14 +40,18 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status EstimateJob(grpc::ServerContext* ctx,
                            const v1::EstimateJobRequest* req,
                            v1::EstimateJobResponse* resp) override;
+  grpc::Status WhyJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                      v1::WhyJobResponse* resp) override;
 
  private:
   SchedulerCore* const core_;
+  Authenticator* const auth_;
 };
 
 class ClusterServiceImpl final : public v1::ClusterService::Service {
  public:
-  explicit ClusterServiceImpl(SchedulerCore* core) : core_(core) {}
+  ClusterServiceImpl(SchedulerCore* core, Authenticator* auth)
+      : core_(core), auth_(auth) {}
   grpc::Status ListWorkers(grpc::ServerContext* ctx,
                            const v1::ListWorkersRequest* req,
                            v1::ListWorkersResponse* resp) override;
@@ -54,11 +61,14 @@ class ClusterServiceImpl final : public v1::ClusterService::Service {
 
  private:
   SchedulerCore* const core_;
+  Authenticator* const auth_;
 };
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  explicit WorkerServiceImpl(SchedulerCore* core) : core_(core) {}
+  // A non-empty `join_token` must match every Hello's.
+  WorkerServiceImpl(SchedulerCore* core, std::string join_token)
+      : core_(core), join_token_(std::move(join_token)) {}
   grpc::Status Connect(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream)
@@ -66,6 +76,27 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
  private:
   SchedulerCore* const core_;
+  std::string join_token_;  // empty: no join token is required
+};
+
+// Token administration; every call needs an admin (auth.h).
+class AdminServiceImpl final : public v1::AdminService::Service {
+ public:
+  AdminServiceImpl(JobStore* store, Authenticator* auth)
+      : store_(store), auth_(auth) {}
+  grpc::Status CreateToken(grpc::ServerContext* ctx,
+                           const v1::CreateTokenRequest* req,
+                           v1::CreateTokenResponse* resp) override;
+  grpc::Status ListTokens(grpc::ServerContext* ctx,
+                          const v1::ListTokensRequest* req,
+                          v1::ListTokensResponse* resp) override;
+  grpc::Status RevokeToken(grpc::ServerContext* ctx,
+                           const v1::RevokeTokenRequest* req,
+                           v1::ApiToken* resp) override;
+
+ private:
+  JobStore* const store_;
+  Authenticator* const auth_;
 };
 
 }  // namespace tupa::scheduler

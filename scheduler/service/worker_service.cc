@@ -1,9 +1,23 @@
+#include <glog/logging.h>
+#include <openssl/crypto.h>
+
 #include <thread>
 
 #include "common/grpc_status.h"
+#include "scheduler/service/request_validation.h"
 #include "scheduler/service/services.h"
 
 namespace tupa::scheduler {
+namespace {
+
+// Constant-time comparison of the join token (no length-dependent early
+// exit on content).
+bool TokenMatches(const std::string& expected, const std::string& given) {
+  return expected.size() == given.size() &&
+         CRYPTO_memcmp(expected.data(), given.data(), expected.size()) == 0;
+}
+
+}  // namespace
 
 grpc::Status WorkerServiceImpl::Connect(
     grpc::ServerContext* ctx,
@@ -13,6 +27,21 @@ grpc::Status WorkerServiceImpl::Connect(
   if (!first.has_hello())
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "hello: the first message must be a hello");
+  if (!join_token_.empty() &&
+      !TokenMatches(join_token_, first.hello().join_token())) {
+    LOG(WARNING) << "refused worker \"" << first.hello().worker_id().substr(0, 256)
+                 << "\" from " << ctx->peer() << ": "
+                 << (first.hello().join_token().empty() ? "no join token"
+                                                         : "wrong join token");
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        first.hello().join_token().empty()
+            ? "join token required: start the worker with --join-token-file "
+              "or TUPA_JOIN_TOKEN"
+            : "join token rejected: the worker's join token does not match "
+              "the scheduler's");
+  }
+  if (auto s = ValidateHello(first.hello()); !s.ok()) return ToGrpcStatus(s);
   auto session = core_->ConnectWorker(first.hello());
   if (!session.ok()) return ToGrpcStatus(session.status());
   std::shared_ptr<WorkerSession> s = *session;

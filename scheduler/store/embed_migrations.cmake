@@ -1,6 +1,7 @@
 # Writes OUT: a C++ file defining AllMigrations() from the .sql files in
 # MIGRATIONS (a ;-list of paths named NNNN_verb_object.sql).
 string(REPLACE "|" ";" MIGRATIONS "${MIGRATIONS}")
+list(SORT MIGRATIONS)
 set(body "")
 foreach(path IN LISTS MIGRATIONS)
   get_filename_component(name ${path} NAME_WE)

@@ -85,6 +85,16 @@ struct CostGroup {
   std::string cost;  // decimal
 };
 
+// One API token row (the token itself is never stored, only its SHA-256).
+struct ApiTokenRecord {
+  int64_t id = 0;
+  std::string user;
+  std::string team;
+  bool admin = false;
+  int64_t created_at_ms = 0;
+  int64_t revoked_at_ms = 0;  // 0: active
+};
+
 class JobStore {
  public:
   // Connects `pool_size` connections to `url` (libpq URI). Unavailable when
@@ -155,9 +165,39 @@ class JobStore {
                            const std::string& cost, const std::string& currency);
   absl::StatusOr<std::vector<UptimeRecord>> LoadOpenUptime();
 
+  // Cluster events (idle shutdowns, scale-ups, zombies, hook results);
+  // empty worker_id / job_id 0 are stored as NULL, saved_per_hour "" too.
+  absl::Status RecordClusterEvent(const std::string& kind,
+                                  const std::string& worker_id, int64_t job_id,
+                                  const std::string& reason,
+                                  double idle_seconds,
+                                  const std::string& saved_per_hour);
+  // The reason of the worker's last SHUTDOWN event, "" when none.
+  absl::StatusOr<std::map<std::string, std::string>> LastShutdownReasons();
+
   absl::Status UpsertWorker(const v1::Worker& worker);
   absl::Status SetWorkerState(const std::string& id, v1::WorkerState state);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
+
+  // ---- API tokens (job_store_tokens.cc) -------------------------------
+  // `sha256_hex` is the lowercase hex SHA-256 of the token; the token
+  // itself never reaches the store.
+  absl::StatusOr<ApiTokenRecord> CreateToken(const std::string& sha256_hex,
+                                             const std::string& user,
+                                             const std::string& team,
+                                             bool admin);
+  // Inserts the token, or makes an existing row with that hash belong to
+  // `user`/`team` with the given role (a revoked row stays revoked).
+  absl::StatusOr<ApiTokenRecord> UpsertToken(const std::string& sha256_hex,
+                                             const std::string& user,
+                                             const std::string& team,
+                                             bool admin);
+  // NotFound when no row has that hash (revoked rows are returned).
+  absl::StatusOr<ApiTokenRecord> LookupToken(const std::string& sha256_hex);
+  absl::StatusOr<std::vector<ApiTokenRecord>> ListTokens();
+  // Sets revoked_at (idempotent); NotFound for an unknown id.
+  absl::StatusOr<ApiTokenRecord> RevokeToken(int64_t id);
+  // ---- end of API tokens ----------------------------------------------
 
  // A borrowed connection, for the transaction helper in job_store.cc.
   class Lease;

@@ -170,3 +170,39 @@ absl::StatusOr<std::vector<UptimeRecord>> JobStore::LoadOpenUptime() {
 }
 
 }  // namespace tupa::scheduler
+
+namespace tupa::scheduler {
+
+absl::Status JobStore::RecordClusterEvent(const std::string& kind,
+                                          const std::string& worker_id,
+                                          int64_t job_id,
+                                          const std::string& reason,
+                                          double idle_seconds,
+                                          const std::string& saved_per_hour) {
+  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
+           w.exec_params(
+               "INSERT INTO cluster_events (kind, worker_id, job_id, reason, "
+               "idle_seconds, saved_per_hour) VALUES ($1, NULLIF($2, ''), "
+               "NULLIF($3, 0), $4, $5, NULLIF($6, '')::numeric)",
+               kind, worker_id, job_id, reason, idle_seconds, saved_per_hour);
+           return true;
+         })
+      .status();
+}
+
+absl::StatusOr<std::map<std::string, std::string>>
+JobStore::LastShutdownReasons() {
+  return RunTx<std::map<std::string, std::string>>(
+      Acquire(),
+      [&](pqxx::work& w) -> absl::StatusOr<std::map<std::string, std::string>> {
+        pqxx::result r = w.exec(
+            "SELECT DISTINCT ON (worker_id) worker_id, reason FROM "
+            "cluster_events WHERE kind = 'SHUTDOWN' AND worker_id IS NOT NULL "
+            "ORDER BY worker_id, id DESC");
+        std::map<std::string, std::string> out;
+        for (const auto& row : r) out[row[0].c_str()] = row[1].c_str();
+        return out;
+      });
+}
+
+}  // namespace tupa::scheduler

@@ -4,16 +4,28 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/hook_runner.h"
 #include "tupa/v1/worker_protocol.grpc.pb.h"
 #include "worker/agent/progress_parser.h"
 
 namespace tupa::worker {
 namespace {
+
+// The pipe directory of a running CUDA MPS control daemon, or "" when none
+// runs: the daemon's control FIFO exists only while it is up. The worker's
+// own CUDA_MPS_PIPE_DIRECTORY wins over the default. Never starts one.
+std::string RunningMpsPipeDirectory() {
+  const char* env = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::string dir = env != nullptr && *env ? env : "/tmp/nvidia-mps";
+  std::error_code ec;
+  return std::filesystem::is_fifo(dir + "/control", ec) ? dir : "";
+}
 
 constexpr size_t kMaxQueuedLogs = 20000;
 constexpr size_t kLogChunk = 16 << 10;
@@ -24,6 +36,7 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
 
 Agent::~Agent() {
   Stop();
+  if (shutdown_thread_.joinable()) shutdown_thread_.join();
   std::map<NodeKey, Node> nodes;
   {
     absl::MutexLock lock(&mu_);
@@ -83,16 +96,24 @@ void Agent::Run() {
 }
 
 void Agent::Session() {
-  auto channel =
-      grpc::CreateChannel(options_.scheduler, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (!options_.tls_ca_pem.empty() || !options_.tls_cert_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.tls_ca_pem;
+    ssl.pem_cert_chain = options_.tls_cert_pem;
+    ssl.pem_private_key = options_.tls_key_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateChannel(options_.scheduler, credentials);
   auto stub = v1::WorkerService::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->Connect(&ctx);
   if (!stream->Write(MakeHello())) {
     stream->WritesDone();
     grpc::Status s = stream->Finish();
-    VLOG(1) << "scheduler " << options_.scheduler << " unreachable: "
-            << s.error_message();
+    LOG_EVERY_N(WARNING, 20) << "scheduler " << options_.scheduler
+                             << " unreachable: " << s.error_message();
     return;
   }
   std::atomic<bool> broken{false};
@@ -169,12 +190,56 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
       OnCancel(message.cancel());
       break;
     case v1::SchedulerMessage::kShutdown:
-      LOG(INFO) << "scheduler asked to shut down: " << message.shutdown().reason();
-      Stop();
+      OnShutdown(message.shutdown().reason());
       break;
     default:
       break;
   }
+}
+
+std::string Agent::shutdown_reason() {
+  absl::MutexLock lock(&mu_);
+  return shutdown_reason_;
+}
+
+void Agent::OnShutdown(const std::string& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!shutdown_reason_.empty()) return;
+    shutdown_reason_ = reason.empty() ? "shutdown" : reason;
+  }
+  LOG(INFO) << "scheduler ordered a shutdown: " << reason;
+  shutdown_thread_ = std::thread([this, reason] {
+    v1::WorkerMessage ack;
+    ack.mutable_shutdown_ack()->set_hook_ok(true);
+    if (!options_.on_shutdown.empty()) {
+      const std::string code = reason.substr(0, reason.find(':'));
+      absl::Status s = RunHook(
+          options_.on_shutdown,
+          {{"TUPA_WORKER_ID", options_.worker_id},
+           {"TUPA_INSTANCE_ID", options_.instance_id},
+           {"TUPA_REGION", options_.region},
+           {"TUPA_GPU_TYPE", options_.devices.empty() ? ""
+                                                      : options_.devices[0].gpu_type()},
+           {"TUPA_REASON", code},
+           {"TUPA_REASON_TEXT", reason}});
+      if (s.ok()) {
+        LOG(INFO) << "--on-shutdown hook ran";
+      } else {
+        LOG(ERROR) << s.message();
+        ack.mutable_shutdown_ack()->set_hook_ok(false);
+        ack.mutable_shutdown_ack()->set_message(std::string(s.message()));
+      }
+    }
+    Enqueue(std::move(ack));
+    // Let the ack (and any last status) reach the scheduler, then stop.
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return outbox_.empty();
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&drained), absl::Seconds(10));
+    stopping_ = true;
+  });
 }
 
 void Agent::OnAssign(const v1::Assign& assign) {
@@ -187,6 +252,10 @@ void Agent::OnAssign(const v1::Assign& assign) {
                        : options_.checkpoint_root,
                    "/job-", assign.job_id());
   absl::MutexLock lock(&mu_);
+  if (!shutdown_reason_.empty()) {
+    LOG(WARNING) << "shutting down: refusing job " << assign.job_id();
+    return;
+  }
   if (nodes_.count(key)) return;  // duplicate delivery
   int32_t& newest = newest_attempt_[assign.job_id()];
   if (assign.attempt() < newest) {
@@ -211,6 +280,9 @@ void Agent::OnAssign(const v1::Assign& assign) {
       !options_.devices.empty() && options_.devices[0].emulated();
   plan.host_cpus = std::max(1u, std::thread::hardware_concurrency());
   plan.visible_devices = options_.visible_devices;
+  for (const v1::Device& d : options_.devices)
+    plan.device_memory_bytes[d.index()] = d.memory_bytes();
+  if (!plan.emulated_devices) plan.mps_pipe_directory = RunningMpsPipeDirectory();
   if (assign.spec().has_train()) {
     google::protobuf::util::JsonPrintOptions json;
     json.preserve_proto_field_names = true;

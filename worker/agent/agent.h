@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -32,6 +33,11 @@ struct AgentOptions {
   std::string scheduler = "localhost:50051";
   std::string worker_id;
   std::string join_token;
+  // TLS to the scheduler, as PEM text; all empty: plaintext. cert+key are
+  // the worker's client certificate (mTLS).
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   std::string region;
   std::string instance_id;
   std::string offering;  // price catalog offering: on-demand, spot, ...
@@ -45,6 +51,9 @@ struct AgentOptions {
   double cpu = 0;
   int64_t memory_bytes = 0;
   absl::Duration kill_grace = absl::Seconds(5);
+  // Run (via /bin/sh -c) when the scheduler orders a shutdown, before the
+  // worker exits 0; e.g. a cloud CLI call that stops this instance.
+  std::string on_shutdown;
 };
 
 class Agent {
@@ -55,6 +64,8 @@ class Agent {
   // Serves until Stop(); reconnects whenever the stream breaks.
   void Run();
   void Stop();
+  // Why the scheduler shut this worker down; empty when it did not.
+  std::string shutdown_reason();
   WorkerMetrics& metrics() { return *metrics_; }
 
  private:
@@ -73,6 +84,8 @@ class Agent {
   void OnMessage(const v1::SchedulerMessage& message);
   void OnAssign(const v1::Assign& assign);
   void OnCancel(const v1::Cancel& cancel);
+  // Stops taking work, runs the --on-shutdown hook, reports, then Stop().
+  void OnShutdown(const std::string& reason);
   void OnRankOutput(const NodeKey& key, int rank, const std::string& data);
   void Enqueue(v1::WorkerMessage message);
   v1::WorkerMessage MakeHello();
@@ -87,6 +100,8 @@ class Agent {
   std::deque<v1::WorkerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
+  std::thread shutdown_thread_;
   const std::unique_ptr<WorkerMetrics> metrics_ = MakeMetrics();  // last
 };
 

@@ -1,11 +1,42 @@
 #include "worker/agent/rank_plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace tupa::worker {
+namespace {
+
+// The environment of a rank holding `share` (< 1) of one device.
+void AddShareEnv(const v1::Assign& assign, double share,
+                 const RankPlanOptions& options,
+                 std::map<std::string, std::string>& env) {
+  env["TUPA_GPU_SHARE"] = absl::StrCat(share);
+  env["TUPA_GPU_MEMORY_FRACTION"] = absl::StrCat(share);
+  int64_t memory = 0;
+  if (assign.device_indexes_size() > 0) {
+    auto it = options.device_memory_bytes.find(assign.device_indexes(0));
+    if (it != options.device_memory_bytes.end()) memory = it->second;
+  }
+  const int64_t limit =
+      static_cast<int64_t>(std::floor(share * static_cast<double>(memory)));
+  if (limit > 0) env["TUPA_GPU_MEMORY_LIMIT_BYTES"] = absl::StrCat(limit);
+  if (!options.mps_pipe_directory.empty()) {
+    env["CUDA_MPS_PIPE_DIRECTORY"] = options.mps_pipe_directory;
+    env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = absl::StrCat(
+        std::clamp(static_cast<int>(std::ceil(share * 100)), 1, 100));
+    // The rank sees its one device as device 0.
+    if (limit > 0) {
+      env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] =
+          absl::StrCat("0=", std::max<int64_t>(1, limit >> 20), "M");
+    }
+  }
+}
+
+}  // namespace
+
 
 std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
                                    const RankPlanOptions& options) {
@@ -49,8 +80,8 @@ std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
     env["TUPA_ATTEMPT"] = absl::StrCat(assign.attempt());
     env["TUPA_CHECKPOINT_DIR"] = options.checkpoint_dir;
     if (!spec.name().empty()) env["TUPA_JOB_NAME"] = spec.name();
-    if (spec.resources().gpus() > 0 && spec.resources().gpus() < 1)
-      env["TUPA_GPU_SHARE"] = absl::StrCat(spec.resources().gpus());
+    const double share = spec.resources().gpus();
+    if (share > 0 && share < 1) AddShareEnv(assign, share, options, env);
     if (options.emulated_devices) {
       env["TUPA_EMULATED_DEVICES"] = "1";
       // Emulated devices share the host's cores: split them among ranks.

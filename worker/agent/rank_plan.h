@@ -28,10 +28,24 @@ struct RankPlanOptions {
   // The worker's own CUDA_VISIBLE_DEVICES, split: device index i of the
   // worker is entry i here. Empty: indexes are the host's device numbers.
   std::vector<std::string> visible_devices;
+  // Memory of each device by the worker's index (0 = unknown), for the
+  // memory cap of fractional jobs.
+  std::map<int, int64_t> device_memory_bytes;
+  // The pipe directory of a running CUDA MPS control daemon, empty when
+  // none runs (the worker detects it, never starts it).
+  std::string mps_pipe_directory;
 };
 
 // One process per device (per-gpu, and always for train jobs) or one per
 // node (per-node, for torchrun).
+//
+// A fractional job (0 < gpus < 1) gets one device, shared (time-sliced)
+// with other fractional jobs, and in its environment: TUPA_GPU_SHARE (the
+// share), TUPA_GPU_MEMORY_LIMIT_BYTES (share x the device's memory, when
+// known) and TUPA_GPU_MEMORY_FRACTION, for the job to enforce (e.g.
+// torch.cuda.set_per_process_memory_fraction). When an MPS daemon runs,
+// also CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (the
+// share of SMs) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, which MPS enforces.
 std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
                                    const RankPlanOptions& options);
 

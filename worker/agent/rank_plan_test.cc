@@ -82,5 +82,36 @@ TEST(PlanRanks, TrainJobsRunTheTrainerPerDeviceOnTheCpuBackendWhenEmulated) {
   EXPECT_EQ(ranks[0].env.at("TUPA_EMULATED_DEVICES"), "1");
 }
 
+TEST(PlanRanks, FractionalJobGetsShareMemoryCapAndMpsWhenRunning) {
+  v1::Assign a;
+  a.set_job_id(9);
+  a.mutable_spec()->add_command("true");
+  a.mutable_spec()->mutable_resources()->set_gpus(0.25);
+  a.add_device_indexes(1);
+  a.set_world_size(1);
+  RankPlanOptions options;
+  options.device_memory_bytes[1] = 16LL << 30;
+  auto ranks = PlanRanks(a, options);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(ranks[0].env.at("TUPA_GPU_SHARE"), "0.25");
+  EXPECT_EQ(ranks[0].env.at("TUPA_GPU_MEMORY_FRACTION"), "0.25");
+  EXPECT_EQ(ranks[0].env.at("TUPA_GPU_MEMORY_LIMIT_BYTES"),
+            std::to_string(4LL << 30));
+  EXPECT_EQ(ranks[0].env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
+
+  options.mps_pipe_directory = "/tmp/nvidia-mps";
+  ranks = PlanRanks(a, options);
+  EXPECT_EQ(ranks[0].env.at("CUDA_MPS_PIPE_DIRECTORY"), "/tmp/nvidia-mps");
+  EXPECT_EQ(ranks[0].env.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+  EXPECT_EQ(ranks[0].env.at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=4096M");
+
+  // Whole-GPU jobs get none of it.
+  a.mutable_spec()->mutable_resources()->set_gpus(1);
+  ranks = PlanRanks(a, options);
+  EXPECT_EQ(ranks[0].env.count("TUPA_GPU_SHARE"), 0u);
+  EXPECT_EQ(ranks[0].env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
+}
+
 }  // namespace
 }  // namespace tupa::worker

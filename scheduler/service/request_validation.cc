@@ -1,0 +1,155 @@
+#include "scheduler/service/request_validation.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/job_spec.h"
+
+namespace tupa::scheduler {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr size_t kMaxIdempotencyKey = 200;
+constexpr size_t kMaxReason = 1024;
+constexpr size_t kMaxWorkerId = 256;
+
+absl::Status PositiveId(int64_t id, absl::string_view field) {
+  if (id > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": must be a positive id, got ", id));
+}
+
+absl::Status ValidTimestamp(const google::protobuf::Timestamp& t,
+                            absl::string_view field) {
+  if (t.seconds() < TimeUtil::kTimestampMinSeconds ||
+      t.seconds() > TimeUtil::kTimestampMaxSeconds || t.nanos() < 0 ||
+      t.nanos() > 999999999)
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": not a valid timestamp"));
+  return absl::OkStatus();
+}
+
+absl::Status ValidSpec(const v1::JobSpec& spec) {
+  v1::JobSpec copy = spec;
+  ApplyJobSpecDefaults(copy);
+  return ValidateJobSpec(copy);
+}
+
+}  // namespace
+
+absl::Status ValidatePrincipalName(absl::string_view name,
+                                   absl::string_view field) {
+  if (name.empty())
+    return absl::InvalidArgumentError(absl::StrCat(field, ": must not be empty"));
+  if (name.size() > 64)
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": longer than 64 characters"));
+  for (char c : name) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+        c == '_' || c == '@' || c == '-')
+      continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": may hold only letters, digits and . _ @ -"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubmitJobRequest(const v1::SubmitJobRequest& req) {
+  if (req.idempotency_key().size() > kMaxIdempotencyKey)
+    return absl::InvalidArgumentError("idempotency_key: longer than 200 bytes");
+  return ValidSpec(req.spec());
+}
+
+absl::Status ValidateGetJobRequest(const v1::GetJobRequest& req) {
+  return PositiveId(req.id(), "id");
+}
+
+absl::Status ValidateListJobsRequest(const v1::ListJobsRequest& req) {
+  if (req.limit() < 0)
+    return absl::InvalidArgumentError("limit: must be >= 0");
+  for (int s : req.states())
+    if (!v1::JobState_IsValid(s))
+      return absl::InvalidArgumentError(
+          absl::StrCat("states: unknown job state ", s));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCancelJobRequest(const v1::CancelJobRequest& req) {
+  if (req.reason().size() > kMaxReason)
+    return absl::InvalidArgumentError("reason: longer than 1024 bytes");
+  return PositiveId(req.id(), "id");
+}
+
+absl::Status ValidateStreamLogsRequest(const v1::StreamLogsRequest& req) {
+  if (req.attempt() < 0)
+    return absl::InvalidArgumentError("attempt: must be >= 0 (0: current)");
+  return PositiveId(req.id(), "id");
+}
+
+absl::Status ValidateCostReportRequest(const v1::CostReportRequest& req) {
+  const std::string& g = req.group_by();
+  if (!(g.empty() || g == "team" || g == "user" || g == "gpu-type" ||
+        g == "region" || g == "day" || g == "job"))
+    return absl::InvalidArgumentError(
+        "group_by: must be team, user, gpu-type, region, day or job");
+  if (req.has_since()) {
+    absl::Status s = ValidTimestamp(req.since(), "since");
+    if (!s.ok()) return s;
+  }
+  if (req.has_until()) {
+    absl::Status s = ValidTimestamp(req.until(), "until");
+    if (!s.ok()) return s;
+  }
+  if (req.has_since() && req.has_until() &&
+      TimeUtil::TimestampToNanoseconds(req.since()) >
+          TimeUtil::TimestampToNanoseconds(req.until()))
+    return absl::InvalidArgumentError("since: must be before until");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateEstimateJobRequest(const v1::EstimateJobRequest& req) {
+  return ValidSpec(req.spec());
+}
+
+absl::Status ValidateListWorkersRequest(const v1::ListWorkersRequest&) {
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDrainWorkerRequest(const v1::DrainWorkerRequest& req) {
+  if (req.worker_id().empty())
+    return absl::InvalidArgumentError("worker_id: must not be empty");
+  if (req.worker_id().size() > kMaxWorkerId)
+    return absl::InvalidArgumentError("worker_id: longer than 256 bytes");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHello(const v1::Hello& hello) {
+  if (hello.worker_id().empty())
+    return absl::InvalidArgumentError("hello.worker_id: must not be empty");
+  if (hello.worker_id().size() > kMaxWorkerId)
+    return absl::InvalidArgumentError("hello.worker_id: longer than 256 bytes");
+  for (const v1::Device& d : hello.devices())
+    if (d.gpu_type().empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("hello.devices[", d.index(), "].gpu_type: empty"));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCreateTokenRequest(const v1::CreateTokenRequest& req) {
+  absl::Status s = ValidatePrincipalName(req.user(), "user");
+  if (!s.ok()) return s;
+  if (req.team().empty() && req.admin()) return absl::OkStatus();
+  return ValidatePrincipalName(req.team(), "team");
+}
+
+absl::Status ValidateListTokensRequest(const v1::ListTokensRequest&) {
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRevokeTokenRequest(const v1::RevokeTokenRequest& req) {
+  return PositiveId(req.id(), "id");
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,102 @@
+// JobStore: API tokens (hashed bearer tokens with user, team and role).
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/store/job_store.h"
+#include "scheduler/store/store_internal.h"
+
+namespace tupa::scheduler {
+namespace {
+
+using store_internal::RunTx;
+
+constexpr char kColumns[] =
+    "id, user_name, team, role, "
+    "(extract(epoch FROM created_at) * 1000)::bigint, "
+    "COALESCE((extract(epoch FROM revoked_at) * 1000)::bigint, 0)";
+
+ApiTokenRecord FromRow(const pqxx::row& row) {
+  ApiTokenRecord t;
+  t.id = row[0].as<int64_t>();
+  t.user = row[1].c_str();
+  t.team = row[2].c_str();
+  t.admin = std::string(row[3].c_str()) == "admin";
+  t.created_at_ms = row[4].as<int64_t>();
+  t.revoked_at_ms = row[5].as<int64_t>();
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<ApiTokenRecord> JobStore::CreateToken(
+    const std::string& sha256_hex, const std::string& user,
+    const std::string& team, bool admin) {
+  return RunTx<ApiTokenRecord>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("INSERT INTO api_tokens (token_sha256, user_name, "
+                         "team, role) VALUES ($1, $2, $3, $4) RETURNING ",
+                         kColumns),
+            sha256_hex, user, team, admin ? "admin" : "user");
+        return FromRow(r[0]);
+      });
+}
+
+absl::StatusOr<ApiTokenRecord> JobStore::UpsertToken(
+    const std::string& sha256_hex, const std::string& user,
+    const std::string& team, bool admin) {
+  return RunTx<ApiTokenRecord>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("INSERT INTO api_tokens (token_sha256, user_name, "
+                         "team, role) VALUES ($1, $2, $3, $4) "
+                         "ON CONFLICT (token_sha256) DO UPDATE SET "
+                         "user_name = EXCLUDED.user_name, team = "
+                         "EXCLUDED.team, role = EXCLUDED.role RETURNING ",
+                         kColumns),
+            sha256_hex, user, team, admin ? "admin" : "user");
+        return FromRow(r[0]);
+      });
+}
+
+absl::StatusOr<ApiTokenRecord> JobStore::LookupToken(
+    const std::string& sha256_hex) {
+  return RunTx<ApiTokenRecord>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("SELECT ", kColumns,
+                         " FROM api_tokens WHERE token_sha256 = $1"),
+            sha256_hex);
+        if (r.empty()) return absl::NotFoundError("token: unknown");
+        return FromRow(r[0]);
+      });
+}
+
+absl::StatusOr<std::vector<ApiTokenRecord>> JobStore::ListTokens() {
+  return RunTx<std::vector<ApiTokenRecord>>(
+      Acquire(),
+      [&](pqxx::work& w) -> absl::StatusOr<std::vector<ApiTokenRecord>> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("SELECT ", kColumns, " FROM api_tokens ORDER BY id"));
+        std::vector<ApiTokenRecord> out;
+        for (const auto& row : r) out.push_back(FromRow(row));
+        return out;
+      });
+}
+
+absl::StatusOr<ApiTokenRecord> JobStore::RevokeToken(int64_t id) {
+  return RunTx<ApiTokenRecord>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat("UPDATE api_tokens SET revoked_at = "
+                         "COALESCE(revoked_at, now()) WHERE id = $1 "
+                         "RETURNING ",
+                         kColumns),
+            id);
+        if (r.empty())
+          return absl::NotFoundError(absl::StrCat("token ", id, ": not found"));
+        return FromRow(r[0]);
+      });
+}
+
+}  // namespace tupa::scheduler

@@ -1,0 +1,133 @@
+"""Idle shutdown, scale-up and zombie jobs end to end (issue 6, must-show
+2 and 3): decisions from real device activity, hooks with the right
+environment, events in PostgreSQL, and what `tupa workers` shows."""
+
+import os
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from cluster import Cluster, wait_for
+
+HOOK = """#!/bin/sh
+env | grep '^TUPA_' | sort > "{dir}/{name}-${{TUPA_WORKER_ID:-pool}}.env"
+"""
+
+
+def make_hook(directory, name):
+    path = os.path.join(directory, f"{name}.sh")
+    with open(path, "w") as f:
+        f.write(HOOK.format(dir=directory, name=name))
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def read_env(path):
+    with open(path) as f:
+        return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
+def files(directory, prefix):
+    return sorted(f for f in os.listdir(directory) if f.startswith(prefix))
+
+
+def events(c, kind):
+    out = subprocess.run(["psql", c.env["TUPA_DATABASE_URL"], "-Atc",
+                          f"SELECT coalesce(worker_id, ''), coalesce(job_id, 0), reason "
+                          f"FROM cluster_events WHERE kind = '{kind}' ORDER BY id"],
+                         capture_output=True, text=True, check=True).stdout
+    return [line.split("|", 2) for line in out.splitlines() if line]
+
+
+class IdlePolicyTest(unittest.TestCase):
+    def test_idle_workers_stop_keep_warm_stays_and_scale_up_runs(self):
+        hooks = tempfile.mkdtemp(prefix="tupa-hooks-")
+        os.chmod(hooks, 0o777)
+        config = os.path.join(hooks, "scheduler.yaml")
+        with open(config, "w") as f:
+            f.write(f"""
+idle_shutdown:
+  idle_after: 3s
+  activity_threshold: 0.05
+  keep_warm: 1
+  min_uptime: 0s
+  hook: {make_hook(hooks, "scheduler-hook")}
+scale_up:
+  pending_after: 1s
+  hook: {make_hook(hooks, "scale-hook")}
+""")
+        worker_hook = make_hook(hooks, "worker-hook")
+        with Cluster(workers=3, gpus_per_worker=2, region="sa-east-1", scheduler_config=config,
+                     worker_flags=[f"--on-shutdown={worker_hook}"]) as c:
+            start = time.monotonic()
+            wait_for(lambda: len(files(hooks, "worker-hook-")) == 2, timeout=15,
+                     message="two workers ran their --on-shutdown hook")
+            stopped = sorted(f[len("worker-hook-"):-len(".env")]
+                             for f in files(hooks, "worker-hook-"))
+            for worker in stopped:
+                env = read_env(os.path.join(hooks, f"worker-hook-{worker}.env"))
+                self.assertEqual(env["TUPA_WORKER_ID"], worker)
+                self.assertEqual(env["TUPA_INSTANCE_ID"], f"local-{worker}")
+                self.assertEqual(env["TUPA_REGION"], "sa-east-1")
+                self.assertEqual(env["TUPA_GPU_TYPE"], "EMU")
+                self.assertEqual(env["TUPA_REASON"], "IDLE")
+                # The worker exited 0 on its own.
+                wait_for(lambda: c.pid(worker) is None, timeout=10,
+                         message=f"{worker} exited")
+                self.assertIn("exiting 0", c.log(worker))
+            self.assertLess(time.monotonic() - start, 20)
+            # The scheduler-side hook ran for both, with the same identity.
+            wait_for(lambda: len(files(hooks, "scheduler-hook-")) == 2, timeout=10,
+                     message="the scheduler hook ran twice")
+            for worker in stopped:
+                env = read_env(os.path.join(hooks, f"scheduler-hook-{worker}.env"))
+                self.assertEqual(env["TUPA_REASON"], "IDLE")
+                self.assertEqual(env["TUPA_INSTANCE_ID"], f"local-{worker}")
+
+            workers = {w["id"]: w for w in c.cli_json("workers", "--all").get("workers", [])}
+            live = [w for w in workers.values() if w["state"].endswith("UP")]
+            self.assertEqual(len(live), 1, workers)
+            self.assertTrue(live[0].get("verdict") == "KEEP_WARM", live[0])
+            for worker in stopped:
+                self.assertTrue(workers[worker]["state"].endswith("OFFLINE"), workers[worker])
+                self.assertTrue(workers[worker]["stopped_reason"].startswith("IDLE"),
+                                workers[worker])
+            recorded = events(c, "SHUTDOWN")
+            self.assertEqual(sorted(e[0] for e in recorded), stopped)
+            table = c.cli("workers", "--all")
+            self.assertIn("IDLE:", table.stdout)
+
+            # More GPUs than the live workers have: the scale-up hook runs.
+            job = c.submit("--nodes", "2", "--gpus", "2", "--", "true")
+            wait_for(lambda: files(hooks, "scale-hook-"), timeout=15,
+                     message="the scale-up hook ran")
+            env = read_env(os.path.join(hooks, files(hooks, "scale-hook-")[0]))
+            self.assertEqual(env["TUPA_GPUS_NEEDED"], "4")
+            self.assertIn(str(job["id"]), env["TUPA_JOB_IDS"])
+            self.assertTrue(events(c, "SCALE_UP"))
+
+    def test_zombie_job_is_cancelled_with_reason_and_counted(self):
+        config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        config.write("zombie_jobs: {after: 3s, action: cancel}\n")
+        config.close()
+        with Cluster(workers=1, gpus_per_worker=2, scheduler_config=config.name) as c:
+            # One rank keeps its device (a CPU core, on emulated devices) busy.
+            busy = c.submit("--gpus", "1", "--", "python3", "-c",
+                            "import time\nend = time.time() + 12\n"
+                            "while time.time() < end: pass")
+            zombie = c.submit("--gpus", "1", "--", "sleep", "600")
+            done = c.wait_job(zombie["id"], "CANCELLED", timeout=40)
+            self.assertTrue(done["message"].startswith("ZOMBIE"), done)
+            # The job that keeps its device busy is left alone.
+            self.assertEqual(c.wait_job(busy["id"], "SUCCEEDED", timeout=40)["state"][-9:],
+                             "SUCCEEDED")
+            self.assertEqual([int(e[1]) for e in events(c, "ZOMBIE")], [int(zombie["id"])])
+            metrics = urllib.request.urlopen(c.env["TUPA_METRICS_URL"], timeout=5).read().decode()
+            self.assertIn('tupa_zombie_jobs_total{action="cancel"} 1', metrics)
+
+
+if __name__ == "__main__":
+    unittest.main()
