@@ -11,7 +11,8 @@ namespace tupa::client {
 // "job 42 is PENDING: NO_FIT_NOW — needs 4 GPUs of type A100 on 1 node; no
 // worker has that free now; 3 jobs ahead; estimated start in 12m".
 std::string FormatWhy(const v1::WhyJobResponse& why, absl::Time now) {
-  if (why.reason_code() == "NOT_PENDING") return absl::StrCat(why.message(), "\n");
+  if (why.reason_code() == "NOT_PENDING")
+    return absl::StrCat(why.message(), "\n");
   std::string line =
       absl::StrCat("job ", why.job_id(), " is ", JobStateName(why.state()),
                    ": ", why.reason_code(), " \u2014 ", why.message());

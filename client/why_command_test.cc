@@ -17,8 +17,8 @@ TEST(FormatWhyTest, PendingWithEstimate) {
   why.set_message("needs 4 GPUs of type A100 on 1 node");
   why.set_jobs_ahead(3);
   const absl::Time now = absl::FromUnixSeconds(1700000000);
-  *why.mutable_estimated_start() =
-      TimeUtil::SecondsToTimestamp(absl::ToUnixSeconds(now + absl::Minutes(12)));
+  *why.mutable_estimated_start() = TimeUtil::SecondsToTimestamp(
+      absl::ToUnixSeconds(now + absl::Minutes(12)));
   EXPECT_EQ(FormatWhy(why, now),
             "job 42 is PENDING: NO_FIT_NOW \u2014 needs 4 GPUs of type A100 on "
             "1 node; 3 jobs ahead; estimated start in 12m\n");

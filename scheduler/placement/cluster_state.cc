@@ -17,6 +17,19 @@ int64_t ToMilli(double v) { return std::llround(v * 1000.0); }
 // Ascending insertion after one element changed; n <= a few dozen.
 void Resort(std::vector<int>* v) { std::sort(v->begin(), v->end()); }
 
+// FGD's node score for a fragmentation change of `delta` milli-GPU, negated
+// so that lower is better: the Kubernetes framework's 0..100 integer score
+// of sigmoid(-delta / 1 GPU), as the FGD scheduler plugin computes it. The
+// truncation makes changes closer than one point (about 0.04 GPU near 0)
+// ties, which best fit then breaks; scoring the raw delta instead lets
+// negligible differences in expected fragmentation override a much better
+// fit, and packs worse on every openb pod list (docs/benchmarks.md).
+double FragScore(double delta) {
+  constexpr double kMaxNodeScore = 100;
+  return -std::floor(kMaxNodeScore /
+                     (1 + std::exp(delta / static_cast<double>(kMilliPerGpu))));
+}
+
 }  // namespace
 
 bool ClusterState::Score::Better(const Score& o) const {
@@ -446,10 +459,10 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
         *std::find(after.begin(), after.end(), option) -= demand.milli;
       }
       Resort(&after);
-      s.primary =
+      s.primary = FragScore(
           frag_.Frag(after.data(), n, pool.type_id, cpu_left, mem_left) -
-          before;
-      s.secondary = std::getenv("X_FIT2") ? fit : fit3;
+          before);
+      s.secondary = fit3;
     } else {
       s.primary = fit;
     }

@@ -4,9 +4,7 @@
 #include <map>
 #include <tuple>
 
-#include <cstdlib>
 namespace tupa::scheduler {
-static const bool kNoMem = std::getenv("X_NOMEM") != nullptr;
 
 FragModel::FragModel(std::vector<Shape> shapes, int max_shapes) {
   std::map<std::tuple<int, int, int64_t, int64_t, uint64_t>, double> merged;
@@ -55,7 +53,7 @@ double FragModel::Frag(const int* sorted_free, int n, int type_id,
       ++split;
     }
     const bool fits = (d.types & type_bit) != 0 && n - split >= d.count &&
-                      cpu_free >= d.cpu_milli && (kNoMem || memory_free >= d.memory);
+                      cpu_free >= d.cpu_milli && memory_free >= d.memory;
     frag += s.weight * static_cast<double>(fits ? below : total);
   }
   return frag;

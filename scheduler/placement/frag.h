@@ -4,7 +4,9 @@
 //   - all free capacity when s cannot run on the pool (type not accepted, too
 //     few devices with room, or too little CPU / memory left);
 //   - otherwise the free capacity of devices with less room than s needs.
-// The kTupa policy places a job where this expectation grows least.
+// The kTupa policy places a job where this expectation grows least, on
+// FGD's integer 0..100 scale (FragScore in cluster_state.cc), ties by best
+// fit.
 // Immutable after construction; thread-compatible.
 #ifndef TUPA_SCHEDULER_PLACEMENT_FRAG_H_
 #define TUPA_SCHEDULER_PLACEMENT_FRAG_H_

@@ -33,8 +33,8 @@ std::string DescribeNeed(const v1::JobSpec& spec) {
   }
   if (r.gpus() > 0 && !r.gpu_type().empty())
     absl::StrAppend(&gpus, " of type ", absl::StrJoin(r.gpu_type(), " or "));
-  std::string where = nodes == 1 ? "on 1 node"
-                                 : absl::StrCat("on each of ", nodes, " nodes");
+  std::string where =
+      nodes == 1 ? "on 1 node" : absl::StrCat("on each of ", nodes, " nodes");
   return absl::StrCat("needs ", gpus, " ", where);
 }
 
@@ -74,12 +74,12 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
       resp.set_state(v1::JOB_STATE_PENDING);
       if (!job.pending_reason.empty()) {
         // Held at admission; the reason names the budget ("BUDGET: ...").
-        resp.set_reason_code(absl::StartsWith(job.pending_reason, "BUDGET")
-                                 ? "BUDGET"
-                                 : job.pending_reason.substr(
-                                       0, job.pending_reason.find(':')));
-        resp.set_message(absl::StrCat(DescribeNeed(spec), "; held: ",
-                                      job.pending_reason));
+        resp.set_reason_code(
+            absl::StartsWith(job.pending_reason, "BUDGET")
+                ? "BUDGET"
+                : job.pending_reason.substr(0, job.pending_reason.find(':')));
+        resp.set_message(
+            absl::StrCat(DescribeNeed(spec), "; held: ", job.pending_reason));
         return resp;
       }
       PendingInfo info;
@@ -136,8 +136,8 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
     return resp;
   }
   resp.set_reason_code("NOT_PENDING");
-  resp.set_message(
-      absl::StrCat("job ", id, " is ", StateName(job.state()), ", not waiting"));
+  resp.set_message(absl::StrCat("job ", id, " is ", StateName(job.state()),
+                                ", not waiting"));
   return resp;
 }
 

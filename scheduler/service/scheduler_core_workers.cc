@@ -2,6 +2,7 @@
 #include <glog/logging.h>
 #include <google/protobuf/util/time_util.h>
 
+#include <climits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -172,6 +173,17 @@ void SchedulerCore::HandleWorkerMessage(
   if (it == workers_.end() || it->second.session != session) return;
   WorkerEntry& worker = it->second;
   worker.last_seen = absl::Now();
+  // A worker speaks only for attempts with an allocation on it: its stream
+  // cannot write another worker's jobs' logs or progress.
+  auto placed_here = [&](int64_t job_id, int32_t attempt)
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (auto a = allocs_.lower_bound(AllocKey{job_id, attempt, INT32_MIN});
+         a != allocs_.end() && std::get<0>(a->first) == job_id &&
+         std::get<1>(a->first) == attempt;
+         ++a)
+      if (a->second.worker_id == worker.info.id()) return true;
+    return false;
+  };
   switch (message.msg_case()) {
     case v1::WorkerMessage::kHeartbeat:
       for (const v1::Device& sample : message.heartbeat().devices())
@@ -192,10 +204,13 @@ void SchedulerCore::HandleWorkerMessage(
                       : message.shutdown_ack().message());
       break;
     case v1::WorkerMessage::kProgress:
+      if (!placed_here(message.progress().job_id(), message.progress().attempt()))
+        break;
       OnProgress(message.progress());
       break;
     case v1::WorkerMessage::kLog: {
       const v1::LogData& log = message.log();
+      if (!placed_here(log.job_id(), log.attempt())) break;
       absl::Status s =
           logs_.Append(log.job_id(), log.attempt(), log.rank(), log.data());
       if (!s.ok()) LOG(WARNING) << s;

@@ -21,6 +21,11 @@ UNAUTH = "unauthenticated"
 DENIED = "permission denied"
 
 
+def read_text(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
 def submitted(proc):
     """The job printed by `tupa submit -o json`."""
     out = json.loads(proc.stdout)
@@ -215,7 +220,7 @@ class AuthTest(unittest.TestCase):
                         "intruder-none": "join token required"}
             for wid, log, _ in procs:
                 path = os.path.join(c.home, f"{wid}.log")
-                wait_for(lambda: expected[wid] in open(path).read(), 30,
+                wait_for(lambda: expected[wid] in read_text(path), 30,
                          message=f"{wid} to log why it was refused")
             ids = {w["id"] for w in c.workers_json()}
             self.assertNotIn("intruder-wrong", ids)

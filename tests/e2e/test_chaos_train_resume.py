@@ -6,6 +6,7 @@ same spec (issue 7, must-show 3a)."""
 
 import json
 import os
+import sys
 import unittest
 import uuid
 
@@ -123,6 +124,9 @@ class ChaosTrainResumeTest(unittest.TestCase):
             self.assertEqual(ref_summary.get("resumed_from_step", 0), 0, ref_summary)
             reference = ref_summary["test_accuracy"]
             self.assertGreater(reference, 0.75, ref_summary)
+            sys.stderr.write(f"\nkilled {victim} at step >= {killed_after}; attempt 2 resumed "
+                             f"from step {resumed}; accuracy {accuracy} (uninterrupted: "
+                             f"{reference})\n")
             self.assertLessEqual(abs(accuracy - reference), ACCURACY_BAND,
                                  f"resumed run {accuracy} vs uninterrupted {reference}")
 

@@ -282,7 +282,8 @@ void Agent::OnAssign(const v1::Assign& assign) {
   plan.visible_devices = options_.visible_devices;
   for (const v1::Device& d : options_.devices)
     plan.device_memory_bytes[d.index()] = d.memory_bytes();
-  if (!plan.emulated_devices) plan.mps_pipe_directory = RunningMpsPipeDirectory();
+  if (!plan.emulated_devices)
+    plan.mps_pipe_directory = RunningMpsPipeDirectory();
   if (assign.spec().has_train()) {
     google::protobuf::util::JsonPrintOptions json;
     json.preserve_proto_field_names = true;
