@@ -251,6 +251,7 @@ class SchedulerCore {
   std::map<std::string, idle::WorkerVerdict> verdicts_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> stopped_reasons_ ABSL_GUARDED_BY(mu_);
   absl::Time last_idle_run_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_gauges_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Mutex hooks_mu_;
   std::vector<std::thread> hook_threads_ ABSL_GUARDED_BY(hooks_mu_);
   std::thread loop_;

@@ -225,6 +225,15 @@ void SchedulerCore::HandleWorkerMessage(
 void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
                                  const v1::NodeStatus& status) {
   const AllocKey key{status.job_id(), status.attempt(), status.node_rank()};
+  if (status.state() == v1::NODE_STATE_EXITED) {
+    // Handled below, under this lock, before the session writes the ack:
+    // the worker may forget the node (it resends the EXITED until acked).
+    v1::SchedulerMessage ack;
+    ack.mutable_exit_ack()->set_job_id(status.job_id());
+    ack.mutable_exit_ack()->set_attempt(status.attempt());
+    ack.mutable_exit_ack()->set_node_rank(status.node_rank());
+    worker.session->Push(std::move(ack));
+  }
   auto a = allocs_.find(key);
   if (a == allocs_.end() || a->second.worker_id != worker.info.id()) {
     // Not ours (any more): make sure it stops.

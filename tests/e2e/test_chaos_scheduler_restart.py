@@ -4,8 +4,16 @@ running jobs are re-adopted, not restarted (issue 7, must-show 3d).
 Same attempt (1), the very same rank processes before and after, the jobs
 succeed, and their logs continue: every tick a rank printed, including
 those printed while the scheduler was down, reaches `tupa logs` once and in
-order.
+order. A job that ends while the scheduler is down is reported by its
+worker after the restart and succeeds too (not requeued).
+
+A scheduler that hangs and is then killed never reads what its workers
+wrote last: an EXITED status sent into its socket must be sent again to
+the restarted scheduler, or a job that succeeded runs a second time.
 """
+
+import os
+import signal
 
 import subprocess
 import time
@@ -45,8 +53,8 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
             marks, jobs = [], []
             cmd = (f'for i in $(seq 1 {TICKS}); do echo "tick $i attempt $TUPA_ATTEMPT"; '
                    'sleep 1; done')
-            # Three jobs: one 2-GPU job (two ranks) and two 1-GPU jobs.
-            for gpus in ("2", "1", "1"):
+            # Three jobs: one 2-GPU job (two ranks), a 1-GPU and a half-GPU job.
+            for gpus in ("2", "1", "0.5"):
                 mark = uuid.uuid4().hex
                 job = c.submit("--gpus", gpus, "--retries", "2",
                                "--env", f"TUPA_E2E_MARK={mark}", "--", "sh", "-c", cmd)
@@ -54,6 +62,11 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                 jobs.append(int(job["id"]))
             for job_id in jobs:
                 c.wait_job(job_id, "RUNNING", timeout=60)
+            # Ends while the scheduler is down: it waits for a flag file.
+            flag = os.path.join(c.home, "scheduler-down")
+            ender = c.submit("--gpus", "0.5", "--retries", "2", "--", "sh", "-c",
+                             f'while [ ! -e {flag} ]; do sleep 0.1; done; echo "ended"')
+            c.wait_job(ender["id"], "RUNNING", timeout=60)
             expected_ranks = [2, 1, 1]
             wait_for(lambda: all(len(rank_pids(m)) >= n
                                  for m, n in zip(marks, expected_ranks)),
@@ -68,6 +81,8 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                      interval=0.1, message="tick 3 in the logs")
             sched_pid = c.pid("scheduler")
             c.kill("scheduler")
+            with open(flag, "w"):
+                pass
             time.sleep(2.5)  # ranks keep printing; workers keep retrying
             for m, before in zip(marks, pids_before):
                 self.assertEqual(rank_pids(m), before,
@@ -102,10 +117,42 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                                            f"allocations WHERE job_id = {job_id}"), "1|1|1")
                 self.assertEqual(psql(url, "SELECT count(*) FROM job_events WHERE "
                                            f"job_id = {job_id} AND state = 'ASSIGNED'"), "1")
+            ended = c.wait_job(ender["id"], "SUCCEEDED", timeout=30)
+            self.assertEqual(ended["attempt"], 1, ended)
+            self.assertIn("ended", c.cli("logs", "--no-prefix", ender["id"]).stdout)
             for m in marks:
                 self.assertEqual(processes_with_env("TUPA_E2E_MARK", m), [])
-            self.assertIn("rebuilt from PostgreSQL: 3 active jobs, 3 open allocations",
+            self.assertIn("rebuilt from PostgreSQL: 4 active jobs, 4 open allocations",
                           c.log("scheduler"))
+
+    def test_exit_written_to_a_hung_scheduler_is_not_lost(self):
+        with Cluster(workers=1, gpus_per_worker=2) as c:
+            flag = os.path.join(c.home, "go")
+            job = c.submit("--gpus", "1", "--retries", "2", "--", "sh", "-c",
+                           f'while [ ! -e {flag} ]; do sleep 0.1; done; '
+                           'echo "attempt $TUPA_ATTEMPT done"')
+            job_id = int(job["id"])
+            c.wait_job(job_id, "RUNNING", timeout=30)
+            sched = c.pid("scheduler")
+            os.kill(sched, signal.SIGSTOP)  # hung: accepts bytes, reads none
+            try:
+                with open(flag, "w"):
+                    pass
+                # The worker writes the EXITED status into the hung
+                # scheduler's socket (and its heartbeats after it).
+                wait_for(lambda: f"job {job_id} attempt 1 node 0 exited 0" in c.log("worker-1"),
+                         15, message="the node to exit")
+                time.sleep(1.5)
+            finally:
+                c.kill("scheduler")  # SIGKILL ends a stopped process too
+            c.up()
+            done = c.wait_job(job_id, "SUCCEEDED", timeout=30)
+            self.assertEqual(done["attempt"], 1,
+                             f"the job ran again after it had succeeded: {done}")
+            self.assertNotIn("starting job %d attempt 2" % job_id, c.log("worker-1"))
+            url = c.env["TUPA_DATABASE_URL"]
+            self.assertEqual(psql(url, "SELECT count(*), count(ended_at) FROM allocations "
+                                       f"WHERE job_id = {job_id}"), "1|1")
 
 
 if __name__ == "__main__":

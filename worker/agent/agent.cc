@@ -116,6 +116,14 @@ void Agent::Session() {
                              << " unreachable: " << s.error_message();
     return;
   }
+  {
+    // EXITED statuses written to an earlier stream but never acked: that
+    // scheduler may have died before reading them. The hello listed their
+    // nodes; send them again.
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, node] : nodes_)
+      if (node.exit_unacked) outbox_.push_front(*node.exit_unacked);
+  }
   std::atomic<bool> broken{false};
   std::thread reader([&] {
     v1::SchedulerMessage m;
@@ -156,7 +164,12 @@ void Agent::Session() {
     if (out.has_node_status() &&
         out.node_status().state() == v1::NODE_STATE_EXITED) {
       const auto& s = out.node_status();
-      nodes_.erase(NodeKey{s.job_id(), s.attempt(), s.node_rank()});
+      auto it = nodes_.find(NodeKey{s.job_id(), s.attempt(), s.node_rank()});
+      if (it != nodes_.end() && it->second.exit_acked) {
+        nodes_.erase(it);
+      } else if (it != nodes_.end()) {
+        it->second.exit_unacked = out;  // forgotten once the scheduler acks
+      }
     }
   }
   // A stream the scheduler ended carries its reason (e.g. a refused
@@ -192,6 +205,18 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
     case v1::SchedulerMessage::kShutdown:
       OnShutdown(message.shutdown().reason());
       break;
+    case v1::SchedulerMessage::kExitAck: {
+      const v1::NodeExitAck& ack = message.exit_ack();
+      absl::MutexLock lock(&mu_);
+      auto it = nodes_.find(NodeKey{ack.job_id(), ack.attempt(), ack.node_rank()});
+      if (it == nodes_.end()) break;
+      if (it->second.exit_unacked) {
+        nodes_.erase(it);
+      } else {
+        it->second.exit_acked = true;  // the writer forgets it
+      }
+      break;
+    }
     default:
       break;
   }

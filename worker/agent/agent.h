@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -77,6 +78,10 @@ class Agent {
     std::string line_buffer;  // rank 0 output, for progress lines
     bool exited = false;
     std::vector<int32_t> devices;  // assigned device indexes
+    // Its EXITED status, once written to a stream: kept (and resent on the
+    // next stream) until the scheduler acks it (NodeExitAck).
+    std::optional<v1::WorkerMessage> exit_unacked;
+    bool exit_acked = false;  // the ack overtook the bookkeeping of the write
   };
 
   // One stream's life; returns when it breaks or on Stop().
