@@ -11,6 +11,7 @@ must-show 3c).
 """
 
 import decimal
+import os
 import subprocess
 import tempfile
 import threading
@@ -46,6 +47,7 @@ class ChaosPgRestartTest(unittest.TestCase):
         config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         config.write(CONFIG)
         config.close()
+        self.addCleanup(os.unlink, config.name)
         with Cluster(workers=2, gpus_per_worker=2, region="sa-east-1",
                      scheduler_config=config.name) as c:
             url = c.env["TUPA_DATABASE_URL"]

@@ -14,7 +14,6 @@ the restarted scheduler, or a job that succeeded runs a second time.
 
 import os
 import signal
-
 import subprocess
 import time
 import unittest
