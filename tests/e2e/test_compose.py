@@ -1,6 +1,7 @@
 """deploy/docker-compose.yml validates with Debian's docker-compose (no
-engine needed) and references only the repo's Dockerfiles and public
-images (issue 6, must-show 4)."""
+engine needed), references only the repo's Dockerfiles and public images
+(issue 6, must-show 4), and gives the scheduler and workers their tokens as
+secrets."""
 
 import os
 import re
@@ -34,6 +35,27 @@ class ComposeTest(unittest.TestCase):
         # Workers must not be restarted after an ordered (exit 0) shutdown.
         self.assertNotIn("unless-stopped", re.findall(
             r"worker[\s\S]*?restart:\s*(\S+)", proc.stdout))
+
+    def test_auth_tokens_come_from_secrets(self):
+        # Auth is on by default: the scheduler gets an admin and a join token
+        # as secrets, every worker presents the join token, and the secret
+        # files are never committed.
+        proc = subprocess.run(["docker-compose", "-f", COMPOSE, "--profile", "cpu", "config"],
+                              capture_output=True, text=True, check=True)
+        services = re.split(r"^  (?=\S)", proc.stdout.split("\nservices:\n", 1)[1], flags=re.M)
+        by_name = {s.split(":", 1)[0]: s for s in services if s.strip()}
+        self.assertRegex(by_name["scheduler"], r"source: admin-token")
+        self.assertRegex(by_name["scheduler"], r"source: join-token")
+        for worker in ("worker-gpu", "worker-cpu"):
+            self.assertIn("--join-token-file=/run/secrets/join-token", by_name[worker])
+            self.assertRegex(by_name[worker], r"source: join-token")
+        with open(os.path.join(ROOT, "deploy", "scheduler.yaml")) as f:
+            config = f.read()
+        self.assertRegex(config, r"(?m)^auth:\n  enabled: true$")
+        self.assertIn("bootstrap_admin_token_file: /run/secrets/admin-token", config)
+        self.assertIn("join_token_file: /run/secrets/join-token", config)
+        with open(os.path.join(ROOT, ".gitignore")) as f:
+            self.assertIn("deploy/secrets/", f.read().split())
 
 
 if __name__ == "__main__":
