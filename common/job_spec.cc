@@ -264,7 +264,8 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
   RETURN_IF_ERROR(CheckKeys(root, "",
                             {"name", "team", "priority", "resources",
                              "max_runtime", "max_cost", "retries", "train",
-                             "command", "env", "launch", "user"}));
+                             "command", "env", "launch", "user",
+                             "start_window", "deadline"}));
   if (root["name"]) {
     ASSIGN_OR_RETURN(auto v, Scalar(root["name"], "name"));
     spec.set_name(v);
@@ -309,6 +310,21 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
   }
   if (root["env"])
     RETURN_IF_ERROR(ParseStringMap(root["env"], "env", spec.mutable_env()));
+  if (root["start_window"]) {
+    ASSIGN_OR_RETURN(auto v, Scalar(root["start_window"], "start_window"));
+    spec.set_start_window(v);
+  }
+  if (root["deadline"]) {
+    ASSIGN_OR_RETURN(auto v, Scalar(root["deadline"], "deadline"));
+    absl::Time t;
+    std::string err;
+    if (!absl::ParseTime(absl::RFC3339_full, v, &t, &err))
+      return FieldError("deadline",
+                        absl::StrCat("bad time \"", v,
+                                     "\" (expected RFC 3339, e.g. "
+                                     "2026-12-03T06:00:00-03:00)"));
+    spec.mutable_deadline()->set_seconds(absl::ToUnixSeconds(t));
+  }
   if (root["launch"]) {
     ASSIGN_OR_RETURN(auto s, Scalar(root["launch"], "launch"));
     ASSIGN_OR_RETURN(auto mode, ParseLaunch(s, "launch"));
@@ -386,6 +402,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     auto money = ParseMoney(spec.max_cost(), "max_cost");
     if (!money.ok()) return money.status();
   }
+  if (!spec.start_window().empty() && spec.start_window() != "any" &&
+      spec.start_window() != "off-peak")
+    return FieldError("start_window", "must be any or off-peak");
+  if (spec.has_deadline() && !spec.has_max_runtime())
+    return FieldError("deadline", "needs max_runtime (to know the latest start)");
   const bool has_train = spec.has_train();
   const bool has_command = spec.command_size() > 0;
   if (has_train && has_command)

@@ -100,7 +100,22 @@ INSTANTIATE_TEST_SUITE_P(
                 " batch_size: -4}\n",
                 "train.batch_size:"},
         BadCase{"command: [x]\ntrain: {model: {layers: [4, 2]}}\n",
-                "command:"}));
+                "command:"},
+        BadCase{"command: [x]\nstart_window: tonight\n", "start_window:"},
+        BadCase{"command: [x]\ndeadline: tomorrow\n", "deadline:"},
+        BadCase{"command: [x]\ndeadline: 2026-12-03T06:00:00Z\n",
+                "deadline:"}));
+
+TEST(ParseJobSpecYaml, StartWindowAndDeadline) {
+  auto spec = ParseJobSpecYaml(
+      "command: [x]\nmax_runtime: 1h\nstart_window: off-peak\n"
+      "deadline: 2026-12-03T06:00:00-03:00\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->start_window(), "off-peak");
+  EXPECT_EQ(spec->deadline().seconds(), 1796288400);  // 09:00 UTC
+  ApplyJobSpecDefaults(*spec);
+  EXPECT_TRUE(ValidateJobSpec(*spec).ok());
+}
 
 }  // namespace
 }  // namespace tupa

@@ -156,6 +156,7 @@ void SchedulerCore::RunCycle() {
   RetryDeferred(now);
   CheckLeases(now);
   EnforceBudgets(now);
+  UpdateOffPeakWaits(now);
   Schedule(now);
   RunIdlePolicy(now);
   // The gauges walk every active job: twice a second is plenty for a
@@ -221,7 +222,7 @@ std::vector<JobRequest> SchedulerCore::PendingRequests() {
   for (const auto& [id, j] : jobs_) {
     const v1::JobSpec& spec = j.job.spec();
     if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
-        j.pending_reason.empty()) {
+        j.pending_reason.empty() && j.waiting_reason.empty()) {
       JobRequest r;
       r.job_id = id;
       r.priority = spec.priority();

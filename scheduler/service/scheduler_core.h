@@ -128,6 +128,9 @@ class SchedulerCore {
     absl::Time progress_written;
     pricing::Money closed_cost;  // allocations closed so far, all attempts
     std::string pending_reason;  // BUDGET while held
+    // WAITING_OFF_PEAK while start_window: off-peak waits for a discount.
+    std::string waiting_reason;
+    absl::Time waiting_until = absl::InfiniteFuture();
     absl::Time budget_checked;
   };
 
@@ -196,6 +199,9 @@ class SchedulerCore {
   std::optional<pricing::Money> EstimateCost(const v1::JobSpec& spec,
                                              absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets waiting_reason of off-peak jobs: wait while no eligible worker is
+  // in a discounted window, unless waiting would miss the job's deadline.
+  void UpdateOffPeakWaits(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops running jobs past their max_cost; re-checks held jobs.
   void EnforceBudgets(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   pricing::Money AccruedCost(int64_t job_id, absl::Time now)

@@ -208,6 +208,57 @@ void SchedulerCore::EnforceBudgets(absl::Time now) {
   }
 }
 
+void SchedulerCore::UpdateOffPeakWaits(absl::Time now) {
+  for (auto& [id, job] : jobs_) {
+    const v1::JobSpec& spec = job.job.spec();
+    if (job.terminal || job.job.state() != v1::JOB_STATE_PENDING ||
+        spec.start_window() != "off-peak") {
+      job.waiting_reason.clear();
+      continue;
+    }
+    std::string reason;
+    absl::Time next = absl::InfiniteFuture();
+    bool eligible = false, discounted = false;
+    const auto& types = spec.resources().gpu_type();
+    for (const auto& [wid, w] : workers_) {
+      if (!options_.pricing || !w.price || w.session == nullptr ||
+          w.info.state() != v1::WORKER_STATE_UP || !w.stop_reason.empty())
+        continue;
+      if (!types.empty() &&
+          std::find(types.begin(), types.end(), w.gpu_type) == types.end())
+        continue;
+      eligible = true;
+      if (pricing::PriceAt(*w.price, now) < w.price->per_gpu_hour) {
+        discounted = true;
+        break;
+      }
+      next = std::min(next, pricing::NextPriceChange(*w.price, now));
+    }
+    // Nothing priced to wait for, or a discount now: placement decides.
+    if (eligible && !discounted && next != absl::InfiniteFuture()) {
+      bool must_start = false;
+      if (spec.has_deadline()) {
+        const absl::Time latest_start =
+            absl::FromUnixSeconds(spec.deadline().seconds()) -
+            absl::Seconds(spec.max_runtime().seconds());
+        must_start = next > latest_start;
+      }
+      if (!must_start)
+        reason = absl::StrCat(
+            "WAITING_OFF_PEAK: start_window off-peak; the next discounted "
+            "window starts ",
+            absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", next, absl::UTCTimeZone()),
+            spec.has_deadline() ? " (still meets the deadline)" : "");
+    }
+    if (reason != job.waiting_reason) {
+      job.waiting_reason = reason;
+      job.waiting_until = reason.empty() ? absl::InfiniteFuture() : next;
+      if (reason.empty()) wake_ = true;
+      Changed();
+    }
+  }
+}
+
 void SchedulerCore::FillUsage(v1::Job& job, const JobUsage& usage,
                               absl::Time now) {
   job.set_gpu_seconds(usage.gpu_seconds);
@@ -223,9 +274,13 @@ void SchedulerCore::FillUsage(v1::Job& job, const JobUsage& usage,
   job.set_cost(total.ToString());
   job.set_currency(options_.pricing->currency());
   auto j = jobs_.find(job.id());
-  if (j != jobs_.end() && !j->second.pending_reason.empty() &&
-      job.state() == v1::JOB_STATE_PENDING)
-    job.set_pending_reason(j->second.pending_reason);
+  if (j != jobs_.end() && job.state() == v1::JOB_STATE_PENDING) {
+    if (!j->second.pending_reason.empty()) {
+      job.set_pending_reason(j->second.pending_reason);
+    } else if (!j->second.waiting_reason.empty()) {
+      job.set_pending_reason(j->second.waiting_reason);
+    }
+  }
 }
 
 absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(

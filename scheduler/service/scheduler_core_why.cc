@@ -82,6 +82,18 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
             absl::StrCat(DescribeNeed(spec), "; held: ", job.pending_reason));
         return resp;
       }
+      if (!job.waiting_reason.empty()) {
+        // start_window: off-peak, waiting for a cheaper price window.
+        resp.set_reason_code(
+            job.waiting_reason.substr(0, job.waiting_reason.find(':')));
+        resp.set_message(absl::StrCat(DescribeNeed(spec), "; ",
+                                      job.waiting_reason));
+        if (job.waiting_until != absl::InfiniteFuture())
+          *resp.mutable_estimated_start() =
+              google::protobuf::util::TimeUtil::MillisecondsToTimestamp(
+                  absl::ToUnixMillis(job.waiting_until));
+        return resp;
+      }
       PendingInfo info;
       auto last = last_pending_.find(id);
       bool any_schedulable = false;
