@@ -38,11 +38,13 @@ int main(int argc, char** argv) {
         tupa::v1::SubmitJobRequest req;
         req.mutable_spec()->set_name("bench");
         req.mutable_spec()->add_command("true");
-        req.set_idempotency_key("bench-" + std::to_string(start.time_since_epoch().count()) +
-                                "-" + std::to_string(c) + "-" + std::to_string(i));
+        req.set_idempotency_key(
+            "bench-" + std::to_string(start.time_since_epoch().count()) + "-" +
+            std::to_string(c) + "-" + std::to_string(i));
         tupa::v1::SubmitJobResponse resp;
         grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
         if (stub->SubmitJob(&ctx, req, &resp).ok()) {
           done.fetch_add(1, std::memory_order_relaxed);
         } else {
@@ -55,7 +57,8 @@ int main(int argc, char** argv) {
   stop = true;
   for (auto& t : threads) t.join();
   const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::printf("{\"jobs_per_s\": %.1f, \"jobs\": %ld, \"failed\": %ld}\n",
               done.load() / elapsed, done.load(), failed.load());
   return failed.load() == 0 ? 0 : 1;

@@ -38,7 +38,7 @@ absl::Status CreateToken(CommandContext& context, const ParsedArgs& args) {
     *context.err << "token " << response.token().id() << " for "
                  << response.token().user() << " (team "
                  << (response.token().team().empty() ? "-"
-                                                      : response.token().team())
+                                                     : response.token().team())
                  << ", " << RoleName(response.token().role())
                  << "): shown once, store it now\n";
   }

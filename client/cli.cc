@@ -88,8 +88,7 @@ FlagSet CommandFlags(const Command& command) {
                 "TUPA_TLS_CA)")
       .AddValue("tls-cert", "FILE",
                 "PEM client certificate, for mTLS (env TUPA_TLS_CERT)")
-      .AddValue("tls-key", "FILE",
-                "PEM key of --tls-cert (env TUPA_TLS_KEY)")
+      .AddValue("tls-key", "FILE", "PEM key of --tls-cert (env TUPA_TLS_KEY)")
       .AddBool("help", "show this help", "h");
   return flags;
 }

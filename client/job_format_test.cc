@@ -191,7 +191,8 @@ TEST(WorkerFormatTest, ShowsIdleTimeVerdictAndWhyAStoppedWorkerStopped) {
   stopped.set_stopped_reason("IDLE: no job for 3s");
   const std::string table = RenderWorkersTable({idle, stopped}, kNow);
   EXPECT_NE(table.find("2m05s"), std::string::npos) << table;
-  EXPECT_NE(table.find("KEEP_WARM: last 1 of pool local/EMU"), std::string::npos);
+  EXPECT_NE(table.find("KEEP_WARM: last 1 of pool local/EMU"),
+            std::string::npos);
   EXPECT_NE(table.find("OFFLINE"), std::string::npos);
   EXPECT_NE(table.find("IDLE: no job for 3s"), std::string::npos);
 }

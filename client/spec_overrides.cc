@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "common/job_spec.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
@@ -156,8 +156,10 @@ void AddSpecFlags(FlagSet& flags) {
       .AddValue("memory", "SIZE", "memory per node, e.g. 16Gi")
       .AddValue("max-runtime", "D", "kill after this long, e.g. 2h")
       .AddValue("max-cost", "MONEY", "refuse if the estimate exceeds it")
-      .AddValue("start-window", "W", "any (default) or off-peak: wait for a cheaper price window")
-      .AddValue("deadline", "T", "finish by T (RFC 3339, or a duration from now such as 8h)")
+      .AddValue("start-window", "W",
+                "any (default) or off-peak: wait for a cheaper price window")
+      .AddValue("deadline", "T",
+                "finish by T (RFC 3339, or a duration from now such as 8h)")
       .AddValue("retries", "N", "requeues after worker loss")
       .AddRepeated("env", "K=V", "environment variable for every rank")
       .AddValue("launch", "MODE", "per-gpu (default) or per-node");
@@ -188,7 +190,8 @@ absl::Status ApplySpecFlags(const ParsedArgs& args, v1::JobSpec& spec) {
                      ParseMoney(args.Value("max-cost"), "--max-cost"));
     spec.set_max_cost(money);
   }
-  if (args.Has("start-window")) spec.set_start_window(args.Value("start-window"));
+  if (args.Has("start-window"))
+    spec.set_start_window(args.Value("start-window"));
   if (args.Has("deadline")) {
     const std::string text = args.Value("deadline");
     absl::Time t;
@@ -196,8 +199,9 @@ absl::Status ApplySpecFlags(const ParsedArgs& args, v1::JobSpec& spec) {
     if (!absl::ParseTime(absl::RFC3339_full, text, &t, &err)) {
       auto in = ParseDuration(text, "--deadline");
       if (!in.ok())
-        return FlagError("deadline",
-                         "expected an RFC 3339 time or a duration from now (8h)");
+        return FlagError(
+            "deadline",
+            "expected an RFC 3339 time or a duration from now (8h)");
       t = absl::Now() + *in;
     }
     spec.mutable_deadline()->set_seconds(absl::ToUnixSeconds(t));

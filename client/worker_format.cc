@@ -72,8 +72,7 @@ std::string RenderWorkersTable(const std::vector<v1::Worker>& workers,
          w.memory_bytes() > 0 ? HumanMemory(w.memory_bytes()) : "-",
          w.address().empty() ? "-" : w.address(),
          HumanAgo(ToTime(w.last_seen()), now),
-         w.running_jobs_size() > 0 ? absl::StrJoin(w.running_jobs(), ",")
-                                   : "-",
+         w.running_jobs_size() > 0 ? absl::StrJoin(w.running_jobs(), ",") : "-",
          w.idle_seconds() > 0 ? HumanDuration(absl::Seconds(w.idle_seconds()))
                               : "-",
          IdlePolicyColumn(w)});

@@ -68,7 +68,8 @@ Outcome RunOnce(const std::string& command,
     ssize_t got;
     while ((got = read(fds[0], buf, sizeof(buf))) > 0) {
       out.output.append(buf, static_cast<size_t>(got));
-      if (out.output.size() > 8192) out.output.erase(0, out.output.size() - 8192);
+      if (out.output.size() > 8192)
+        out.output.erase(0, out.output.size() - 8192);
     }
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -102,7 +103,8 @@ absl::Status RunHook(const std::string& command,
     if (o.status < 0) {
       last = "could not start /bin/sh";
     } else if (o.timed_out) {
-      last = absl::StrCat("timed out after ", absl::FormatDuration(options.timeout));
+      last = absl::StrCat("timed out after ",
+                          absl::FormatDuration(options.timeout));
     } else if (WIFSIGNALED(o.status)) {
       last = absl::StrCat("killed by signal ", WTERMSIG(o.status));
     } else {
@@ -114,8 +116,9 @@ absl::Status RunHook(const std::string& command,
       backoff *= 2;
     }
   }
-  return absl::UnavailableError(absl::StrCat("hook \"", command, "\" failed after ",
-                                             options.attempts, " attempt(s): ", last));
+  return absl::UnavailableError(
+      absl::StrCat("hook \"", command, "\" failed after ", options.attempts,
+                   " attempt(s): ", last));
 }
 
 }  // namespace tupa

@@ -15,7 +15,7 @@ namespace tupa {
 
 struct HookOptions {
   int attempts = 3;
-  absl::Duration backoff = absl::Seconds(1);  // doubles after each failure
+  absl::Duration backoff = absl::Seconds(1);   // doubles after each failure
   absl::Duration timeout = absl::Seconds(60);  // per attempt; then SIGKILL
 };
 

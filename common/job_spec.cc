@@ -90,8 +90,9 @@ absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node,
   return out;
 }
 
-absl::Status ParseStringMap(const YAML::Node& node, const Path& path,
-                            google::protobuf::Map<std::string, std::string>* out) {
+absl::Status ParseStringMap(
+    const YAML::Node& node, const Path& path,
+    google::protobuf::Map<std::string, std::string>* out) {
   RETURN_IF_ERROR(ExpectMap(node, path));
   for (const auto& kv : node) {
     std::string key = kv.first.as<std::string>();
@@ -104,8 +105,8 @@ absl::Status ParseStringMap(const YAML::Node& node, const Path& path,
 absl::Status ParseResources(const YAML::Node& n, const Path& p,
                             v1::Resources* r) {
   RETURN_IF_ERROR(ExpectMap(n, p));
-  RETURN_IF_ERROR(
-      CheckKeys(n, p, {"gpus", "nodes", "gpu_type", "cpu", "memory", "labels"}));
+  RETURN_IF_ERROR(CheckKeys(
+      n, p, {"gpus", "nodes", "gpu_type", "cpu", "memory", "labels"}));
   if (n["gpus"]) {
     ASSIGN_OR_RETURN(double v, Number(n["gpus"], Join(p, "gpus")));
     r->set_gpus(v);
@@ -118,7 +119,8 @@ absl::Status ParseResources(const YAML::Node& n, const Path& p,
     r->set_nodes(v);
   }
   if (n["gpu_type"]) {
-    ASSIGN_OR_RETURN(auto types, StringList(n["gpu_type"], Join(p, "gpu_type")));
+    ASSIGN_OR_RETURN(auto types,
+                     StringList(n["gpu_type"], Join(p, "gpu_type")));
     for (auto& t : types) r->add_gpu_type(t);
   }
   if (n["cpu"]) {
@@ -139,10 +141,10 @@ absl::Status ParseResources(const YAML::Node& n, const Path& p,
 absl::Status ParseOptimizer(const YAML::Node& n, const Path& p,
                             v1::OptimizerSpec* o) {
   RETURN_IF_ERROR(ExpectMap(n, p));
-  RETURN_IF_ERROR(CheckKeys(n, p,
-                            {"name", "lr", "weight_decay", "momentum", "beta1",
-                             "beta2", "eps", "warmup_steps", "schedule",
-                             "grad_clip"}));
+  RETURN_IF_ERROR(
+      CheckKeys(n, p,
+                {"name", "lr", "weight_decay", "momentum", "beta1", "beta2",
+                 "eps", "warmup_steps", "schedule", "grad_clip"}));
   if (n["name"]) {
     ASSIGN_OR_RETURN(auto v, Scalar(n["name"], Join(p, "name")));
     o->set_name(v);
@@ -175,10 +177,10 @@ absl::Status ParseOptimizer(const YAML::Node& n, const Path& p,
 
 absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
   RETURN_IF_ERROR(ExpectMap(n, p));
-  RETURN_IF_ERROR(CheckKeys(n, p,
-                            {"model", "data", "batch_size", "epochs",
-                             "optimizer", "precision", "checkpoint_every",
-                             "steps", "seed", "log_every"}));
+  RETURN_IF_ERROR(CheckKeys(
+      n, p,
+      {"model", "data", "batch_size", "epochs", "optimizer", "precision",
+       "checkpoint_every", "steps", "seed", "log_every"}));
   if (n["model"]) {
     Path mp = Join(p, "model");
     RETURN_IF_ERROR(ExpectMap(n["model"], mp));
@@ -191,8 +193,8 @@ absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
       if (!layers.IsSequence())
         return FieldError(Join(mp, "layers"), "must be a list of sizes");
       for (size_t i = 0; i < layers.size(); ++i) {
-        ASSIGN_OR_RETURN(auto v,
-                         Int32(layers[i], absl::StrCat(mp, ".layers[", i, "]")));
+        ASSIGN_OR_RETURN(
+            auto v, Int32(layers[i], absl::StrCat(mp, ".layers[", i, "]")));
         t->mutable_model()->add_layers(v);
       }
     }
@@ -222,8 +224,8 @@ absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
     }
   }
   if (n["optimizer"])
-    RETURN_IF_ERROR(
-        ParseOptimizer(n["optimizer"], Join(p, "optimizer"), t->mutable_optimizer()));
+    RETURN_IF_ERROR(ParseOptimizer(n["optimizer"], Join(p, "optimizer"),
+                                   t->mutable_optimizer()));
   if (n["precision"]) {
     ASSIGN_OR_RETURN(auto v, Scalar(n["precision"], Join(p, "precision")));
     t->set_precision(v);
@@ -243,7 +245,8 @@ absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
   }
   if (n["seed"]) {
     ASSIGN_OR_RETURN(int64_t v, Int(n["seed"], Join(p, "seed")));
-    if (v < 0 || v > UINT32_MAX) return FieldError(Join(p, "seed"), "out of range");
+    if (v < 0 || v > UINT32_MAX)
+      return FieldError(Join(p, "seed"), "out of range");
     t->set_seed(static_cast<uint32_t>(v));
   }
   return absl::OkStatus();
@@ -251,7 +254,8 @@ absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
 
 absl::StatusOr<v1::LaunchMode> ParseLaunch(const std::string& s,
                                            const Path& path) {
-  if (s == "per-gpu" || s == "LAUNCH_MODE_PER_GPU") return v1::LAUNCH_MODE_PER_GPU;
+  if (s == "per-gpu" || s == "LAUNCH_MODE_PER_GPU")
+    return v1::LAUNCH_MODE_PER_GPU;
   if (s == "per-node" || s == "LAUNCH_MODE_PER_NODE")
     return v1::LAUNCH_MODE_PER_NODE;
   return FieldError(path, absl::StrCat("bad value \"", s,
@@ -261,11 +265,11 @@ absl::StatusOr<v1::LaunchMode> ParseLaunch(const std::string& s,
 absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
   v1::JobSpec spec;
   if (!root.IsMap()) return FieldError("spec", "must be a YAML mapping");
-  RETURN_IF_ERROR(CheckKeys(root, "",
-                            {"name", "team", "priority", "resources",
-                             "max_runtime", "max_cost", "retries", "train",
-                             "command", "env", "launch", "user",
-                             "start_window", "deadline"}));
+  RETURN_IF_ERROR(
+      CheckKeys(root, "",
+                {"name", "team", "priority", "resources", "max_runtime",
+                 "max_cost", "retries", "train", "command", "env", "launch",
+                 "user", "start_window", "deadline"}));
   if (root["name"]) {
     ASSIGN_OR_RETURN(auto v, Scalar(root["name"], "name"));
     spec.set_name(v);
@@ -287,8 +291,8 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
     spec.set_retries(v);
   }
   if (root["resources"])
-    RETURN_IF_ERROR(
-        ParseResources(root["resources"], "resources", spec.mutable_resources()));
+    RETURN_IF_ERROR(ParseResources(root["resources"], "resources",
+                                   spec.mutable_resources()));
   if (root["max_runtime"]) {
     ASSIGN_OR_RETURN(auto s, Scalar(root["max_runtime"], "max_runtime"));
     ASSIGN_OR_RETURN(absl::Duration d, ParseDuration(s, "max_runtime"));
@@ -303,7 +307,8 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
     RETURN_IF_ERROR(ParseTrain(root["train"], "train", spec.mutable_train()));
   if (root["command"]) {
     if (root["command"].IsScalar())
-      return FieldError("command", "must be a list (argv), e.g. [python, train.py]");
+      return FieldError("command",
+                        "must be a list (argv), e.g. [python, train.py]");
     ASSIGN_OR_RETURN(auto argv, StringList(root["command"], "command"));
     if (argv.empty()) return FieldError("command", "must not be empty");
     for (auto& a : argv) spec.add_command(a);
@@ -319,10 +324,9 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
     absl::Time t;
     std::string err;
     if (!absl::ParseTime(absl::RFC3339_full, v, &t, &err))
-      return FieldError("deadline",
-                        absl::StrCat("bad time \"", v,
-                                     "\" (expected RFC 3339, e.g. "
-                                     "2026-12-03T06:00:00-03:00)"));
+      return FieldError("deadline", absl::StrCat("bad time \"", v,
+                                                 "\" (expected RFC 3339, e.g. "
+                                                 "2026-12-03T06:00:00-03:00)"));
     spec.mutable_deadline()->set_seconds(absl::ToUnixSeconds(t));
   }
   if (root["launch"]) {
@@ -340,15 +344,15 @@ absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml) {
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec: bad YAML at line ", e.mark.line + 1, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: bad YAML at line ", e.mark.line + 1, ": ", e.msg));
   }
   if (!root || root.IsNull()) return FieldError("spec", "is empty");
   try {
     return ParseRoot(root);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec: bad YAML at line ", e.mark.line + 1, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: bad YAML at line ", e.mark.line + 1, ": ", e.msg));
   }
 }
 
@@ -393,7 +397,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return FieldError("resources.gpus", "a GPU share needs nodes: 1");
   if (r.cpu() < 0 || r.cpu() > 100000)
     return FieldError("resources.cpu", "must be between 0 and 100000");
-  if (r.memory_bytes() < 0) return FieldError("resources.memory", "must be >= 0");
+  if (r.memory_bytes() < 0)
+    return FieldError("resources.memory", "must be >= 0");
   for (const auto& t : r.gpu_type())
     if (t.empty()) return FieldError("resources.gpu_type", "empty type name");
   if (spec.has_max_runtime() && spec.max_runtime().seconds() <= 0)
@@ -406,20 +411,23 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       spec.start_window() != "off-peak")
     return FieldError("start_window", "must be any or off-peak");
   if (spec.has_deadline() && !spec.has_max_runtime())
-    return FieldError("deadline", "needs max_runtime (to know the latest start)");
+    return FieldError("deadline",
+                      "needs max_runtime (to know the latest start)");
   const bool has_train = spec.has_train();
   const bool has_command = spec.command_size() > 0;
   if (has_train && has_command)
     return FieldError("command", "give either command or train, not both");
   if (!has_train && !has_command)
-    return FieldError("command", "must not be empty (or give a train: section)");
+    return FieldError("command",
+                      "must not be empty (or give a train: section)");
   for (int i = 0; i < spec.command_size(); ++i)
     if (i == 0 && spec.command(0).empty())
       return FieldError("command[0]", "must not be empty");
   static const std::regex kEnvName("[A-Za-z_][A-Za-z0-9_]*");
   for (const auto& [k, v] : spec.env())
     if (!std::regex_match(k, kEnvName))
-      return FieldError(absl::StrCat("env.", k), "is not a valid variable name");
+      return FieldError(absl::StrCat("env.", k),
+                        "is not a valid variable name");
   if (has_train) {
     const auto& t = spec.train();
     if (t.model().type() != "mlp")
@@ -453,7 +461,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return FieldError("train.optimizer.weight_decay", "must be >= 0");
     if (!o.schedule().empty() && o.schedule() != "constant" &&
         o.schedule() != "cosine")
-      return FieldError("train.optimizer.schedule", "must be constant or cosine");
+      return FieldError("train.optimizer.schedule",
+                        "must be constant or cosine");
   }
   return absl::OkStatus();
 }

@@ -8,10 +8,10 @@
 #define TUPA_COMMON_JOB_SPEC_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "tupa/v1/job.pb.h"
 
 namespace tupa {

@@ -13,9 +13,8 @@ namespace {
 
 absl::Status Bad(absl::string_view field, absl::string_view text,
                  absl::string_view expected) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": bad value \"", text, "\" (expected ", expected,
-                   ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": bad value \"", text, "\" (expected ", expected, ")"));
 }
 
 }  // namespace
@@ -28,8 +27,9 @@ absl::StatusOr<absl::Duration> ParseDuration(absl::string_view text,
   size_t i = 0;
   while (i < text.size()) {
     size_t start = i;
-    while (i < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    while (
+        i < text.size() &&
+        (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
       ++i;
     double value;
     if (start == i || !absl::SimpleAtod(text.substr(start, i - start), &value))

@@ -9,10 +9,10 @@
 #define TUPA_CONCAT_(a, b) TUPA_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    ::absl::Status _tupa_status = (expr);            \
-    if (!_tupa_status.ok()) return _tupa_status;     \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    ::absl::Status _tupa_status = (expr);        \
+    if (!_tupa_status.ok()) return _tupa_status; \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, F())` assigns the value of a StatusOr or returns

@@ -26,20 +26,48 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ++data;
   --size;
   switch (which % 15) {
-    case 0: Check<v1::SubmitJobRequest>(data, size, ValidateSubmitJobRequest); break;
-    case 1: Check<v1::GetJobRequest>(data, size, ValidateGetJobRequest); break;
-    case 2: Check<v1::ListJobsRequest>(data, size, ValidateListJobsRequest); break;
-    case 3: Check<v1::CancelJobRequest>(data, size, ValidateCancelJobRequest); break;
-    case 4: Check<v1::StreamLogsRequest>(data, size, ValidateStreamLogsRequest); break;
-    case 5: Check<v1::CostReportRequest>(data, size, ValidateCostReportRequest); break;
-    case 6: Check<v1::EstimateJobRequest>(data, size, ValidateEstimateJobRequest); break;
-    case 7: Check<v1::ListWorkersRequest>(data, size, ValidateListWorkersRequest); break;
-    case 8: Check<v1::DrainWorkerRequest>(data, size, ValidateDrainWorkerRequest); break;
-    case 9: Check<v1::Hello>(data, size, ValidateHello); break;
-    case 10: Check<v1::CreateTokenRequest>(data, size, ValidateCreateTokenRequest); break;
-    case 11: Check<v1::ListTokensRequest>(data, size, ValidateListTokensRequest); break;
-    case 12: Check<v1::RevokeTokenRequest>(data, size, ValidateRevokeTokenRequest); break;
-    case 13: Check<v1::GetJobRequest>(data, size, ValidateGetJobRequest); break;  // WatchJob
+    case 0:
+      Check<v1::SubmitJobRequest>(data, size, ValidateSubmitJobRequest);
+      break;
+    case 1:
+      Check<v1::GetJobRequest>(data, size, ValidateGetJobRequest);
+      break;
+    case 2:
+      Check<v1::ListJobsRequest>(data, size, ValidateListJobsRequest);
+      break;
+    case 3:
+      Check<v1::CancelJobRequest>(data, size, ValidateCancelJobRequest);
+      break;
+    case 4:
+      Check<v1::StreamLogsRequest>(data, size, ValidateStreamLogsRequest);
+      break;
+    case 5:
+      Check<v1::CostReportRequest>(data, size, ValidateCostReportRequest);
+      break;
+    case 6:
+      Check<v1::EstimateJobRequest>(data, size, ValidateEstimateJobRequest);
+      break;
+    case 7:
+      Check<v1::ListWorkersRequest>(data, size, ValidateListWorkersRequest);
+      break;
+    case 8:
+      Check<v1::DrainWorkerRequest>(data, size, ValidateDrainWorkerRequest);
+      break;
+    case 9:
+      Check<v1::Hello>(data, size, ValidateHello);
+      break;
+    case 10:
+      Check<v1::CreateTokenRequest>(data, size, ValidateCreateTokenRequest);
+      break;
+    case 11:
+      Check<v1::ListTokensRequest>(data, size, ValidateListTokensRequest);
+      break;
+    case 12:
+      Check<v1::RevokeTokenRequest>(data, size, ValidateRevokeTokenRequest);
+      break;
+    case 13:
+      Check<v1::GetJobRequest>(data, size, ValidateGetJobRequest);
+      break;  // WatchJob
     default: {
       // A worker's later messages are only routed, but must parse safely.
       v1::WorkerMessage m;

@@ -15,25 +15,29 @@
 #include "scheduler/service/server.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
-ABSL_FLAG(std::string, database_url, "",
-          "PostgreSQL URL (prefer env TUPA_DATABASE_URL: it may hold a password)");
-ABSL_FLAG(std::string, data_dir, ".tupa-scheduler",
-          "directory for job logs");
+ABSL_FLAG(
+    std::string, database_url, "",
+    "PostgreSQL URL (prefer env TUPA_DATABASE_URL: it may hold a password)");
+ABSL_FLAG(std::string, data_dir, ".tupa-scheduler", "directory for job logs");
 ABSL_FLAG(std::string, worker_timeout, "15s",
           "a worker silent this long is lost and its jobs requeue");
 ABSL_FLAG(std::string, metrics_listen, ":9464",
           "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, config, "", "scheduler config YAML merged over flags");
 ABSL_FLAG(std::string, pricing, "",
-          "price catalog YAML (or `pricing:` in --config); see deploy/pricing.example.yaml");
-ABSL_FLAG(std::string, policy, "tupa", "placement policy: firstfit|bestfit|tupa");
+          "price catalog YAML (or `pricing:` in --config); see "
+          "deploy/pricing.example.yaml");
+ABSL_FLAG(std::string, policy, "tupa",
+          "placement policy: firstfit|bestfit|tupa");
 ABSL_FLAG(bool, auth, true,
           "require bearer tokens (scripts/cluster's dev mode passes false)");
-ABSL_FLAG(std::string, bootstrap_admin_token_file, "",
-          "file holding the first admin token (upserted, hashed, as user admin)");
+ABSL_FLAG(
+    std::string, bootstrap_admin_token_file, "",
+    "file holding the first admin token (upserted, hashed, as user admin)");
 ABSL_FLAG(std::string, join_token_file, "",
           "file holding the token workers must present to register");
-ABSL_FLAG(std::string, tls_cert, "", "PEM server certificate (chain): enables TLS");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate (chain): enables TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: require client certificates signed by it (mTLS)");
@@ -67,9 +71,11 @@ int main(int argc, char** argv) {
   options.core.worker_timeout = *timeout;
   const std::string policy = absl::GetFlag(FLAGS_policy);
   options.core.policy =
-      policy == "firstfit"  ? tupa::scheduler::PlacementOptions::Policy::kFirstFit
-      : policy == "bestfit" ? tupa::scheduler::PlacementOptions::Policy::kBestFit
-                            : tupa::scheduler::PlacementOptions::Policy::kTupa;
+      policy == "firstfit"
+          ? tupa::scheduler::PlacementOptions::Policy::kFirstFit
+      : policy == "bestfit"
+          ? tupa::scheduler::PlacementOptions::Policy::kBestFit
+          : tupa::scheduler::PlacementOptions::Policy::kTupa;
   options.auth.enabled = absl::GetFlag(FLAGS_auth);
   options.auth.bootstrap_admin_token_file =
       absl::GetFlag(FLAGS_bootstrap_admin_token_file);
@@ -78,8 +84,8 @@ int main(int argc, char** argv) {
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   if (!absl::GetFlag(FLAGS_pricing).empty()) {
-    absl::Status s = tupa::scheduler::LoadPricingFile(
-        absl::GetFlag(FLAGS_pricing), options);
+    absl::Status s =
+        tupa::scheduler::LoadPricingFile(absl::GetFlag(FLAGS_pricing), options);
     if (!s.ok()) {
       std::cerr << "tupa-scheduler: " << s.message() << "\n";
       return 2;

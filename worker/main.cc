@@ -1,4 +1,5 @@
 // tupa-worker: flags -> AgentOptions -> Agent::Run() until SIGTERM/SIGINT.
+#include <glog/logging.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -8,8 +9,6 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
-
-#include <glog/logging.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -44,11 +43,13 @@ ABSL_FLAG(std::string, gpu_type, "", "override the detected GPU type");
 ABSL_FLAG(std::string, advertise_addr, "127.0.0.1",
           "address other nodes reach this one at (MASTER_ADDR)");
 ABSL_FLAG(std::string, work_dir, ".tupa-worker", "job directories and logs");
-ABSL_FLAG(std::string, checkpoint_root, "",
-          "checkpoint root shared by workers (default: <work_dir>/checkpoints)");
+ABSL_FLAG(
+    std::string, checkpoint_root, "",
+    "checkpoint root shared by workers (default: <work_dir>/checkpoints)");
 ABSL_FLAG(std::string, metrics_listen, ":9465",
           "Prometheus /metrics address (empty: none)");
-ABSL_FLAG(std::string, trainer, "", "tupa-train path (default: beside this binary)");
+ABSL_FLAG(std::string, trainer, "",
+          "tupa-train path (default: beside this binary)");
 ABSL_FLAG(int, kill_grace_s, 5, "seconds between SIGTERM and SIGKILL");
 ABSL_FLAG(std::string, on_shutdown, "",
           "command (sh -c) run when the scheduler's idle policy stops this "
@@ -65,7 +66,8 @@ std::string HostName() {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -104,14 +106,15 @@ int main(int argc, char** argv) {
 
   tupa::worker::AgentOptions options;
   options.scheduler = absl::GetFlag(FLAGS_scheduler);
-  options.worker_id = absl::GetFlag(FLAGS_id).empty() ? HostName()
-                                                      : absl::GetFlag(FLAGS_id);
-  if (const char* env = std::getenv("TUPA_JOIN_TOKEN")) options.join_token = env;
+  options.worker_id =
+      absl::GetFlag(FLAGS_id).empty() ? HostName() : absl::GetFlag(FLAGS_id);
+  if (const char* env = std::getenv("TUPA_JOIN_TOKEN"))
+    options.join_token = env;
   if (!absl::GetFlag(FLAGS_join_token_file).empty()) {
     auto token = ReadFile(absl::GetFlag(FLAGS_join_token_file));
     if (!token.ok()) {
-      std::cerr << "tupa-worker: --join-token-file: " << token.status().message()
-                << "\n";
+      std::cerr << "tupa-worker: --join-token-file: "
+                << token.status().message() << "\n";
       return 2;
     }
     options.join_token = std::string(absl::StripAsciiWhitespace(*token));
@@ -129,7 +132,8 @@ int main(int argc, char** argv) {
     *pem = *text;
   }
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
-    std::cerr << "tupa-worker: --tls-cert and --tls-key: give both or neither\n";
+    std::cerr
+        << "tupa-worker: --tls-cert and --tls-key: give both or neither\n";
     return 2;
   }
   options.region = absl::GetFlag(FLAGS_region);
@@ -137,7 +141,8 @@ int main(int argc, char** argv) {
   options.offering = absl::GetFlag(FLAGS_offering);
   for (absl::string_view kv :
        absl::StrSplit(absl::GetFlag(FLAGS_labels), ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    std::pair<std::string, std::string> p =
+        absl::StrSplit(kv, absl::MaxSplits('=', 1));
     if (p.first.empty()) {
       std::cerr << "tupa-worker: --labels: bad entry \"" << kv << "\"\n";
       return 2;

@@ -19,7 +19,8 @@ v1::ApiToken ToProto(const ApiTokenRecord& r) {
   t.set_role(r.admin ? v1::ROLE_ADMIN : v1::ROLE_USER);
   *t.mutable_created_at() = TimeUtil::MillisecondsToTimestamp(r.created_at_ms);
   if (r.revoked_at_ms != 0)
-    *t.mutable_revoked_at() = TimeUtil::MillisecondsToTimestamp(r.revoked_at_ms);
+    *t.mutable_revoked_at() =
+        TimeUtil::MillisecondsToTimestamp(r.revoked_at_ms);
   return t;
 }
 
@@ -44,10 +45,11 @@ grpc::Status AdminServiceImpl::CreateToken(grpc::ServerContext* ctx,
                                            v1::CreateTokenResponse* resp) {
   if (auto caller = Admin(auth_, *ctx); !caller.ok())
     return ToGrpcStatus(caller.status());
-  if (auto s = ValidateCreateTokenRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = ValidateCreateTokenRequest(*req); !s.ok())
+    return ToGrpcStatus(s);
   const std::string secret = NewToken();
-  auto record =
-      store_->CreateToken(HashToken(secret), req->user(), req->team(), req->admin());
+  auto record = store_->CreateToken(HashToken(secret), req->user(), req->team(),
+                                    req->admin());
   if (!record.ok()) return ToGrpcStatus(record.status());
   *resp->mutable_token() = ToProto(*record);
   resp->set_secret(secret);
@@ -72,7 +74,8 @@ grpc::Status AdminServiceImpl::RevokeToken(grpc::ServerContext* ctx,
                                            v1::ApiToken* resp) {
   if (auto caller = Admin(auth_, *ctx); !caller.ok())
     return ToGrpcStatus(caller.status());
-  if (auto s = ValidateRevokeTokenRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = ValidateRevokeTokenRequest(*req); !s.ok())
+    return ToGrpcStatus(s);
   auto record = store_->RevokeToken(req->id());
   if (!record.ok()) return ToGrpcStatus(record.status());
   auth_->InvalidateCache();  // effective at once on this scheduler

@@ -42,9 +42,9 @@ std::string HashToken(absl::string_view token) {
 std::string NewToken() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) abort();  // no entropy: unsafe
-  return absl::StrCat(kTokenPrefix,
-                      absl::BytesToHexString(absl::string_view(
-                          reinterpret_cast<const char*>(bytes), sizeof(bytes))));
+  return absl::StrCat(
+      kTokenPrefix, absl::BytesToHexString(absl::string_view(
+                        reinterpret_cast<const char*>(bytes), sizeof(bytes))));
 }
 
 Authenticator::Authenticator(JobStore* store, bool enabled,
@@ -146,10 +146,10 @@ bool ScopeJobFilter(const Principal& p, JobFilter& filter) {
 }
 
 absl::Status PermissionDenied(const Principal& p, absl::string_view action) {
-  return absl::PermissionDeniedError(absl::StrCat(
-      "permission denied: ", action, " (you are ", p.user,
-      p.team.empty() ? "" : absl::StrCat(" of team ", p.team), ", role ",
-      IsAdmin(p) ? "admin" : "user", ")"));
+  return absl::PermissionDeniedError(
+      absl::StrCat("permission denied: ", action, " (you are ", p.user,
+                   p.team.empty() ? "" : absl::StrCat(" of team ", p.team),
+                   ", role ", IsAdmin(p) ? "admin" : "user", ")"));
 }
 
 }  // namespace tupa::scheduler

@@ -24,7 +24,8 @@ grpc::Status ClusterServiceImpl::DrainWorker(grpc::ServerContext* ctx,
   if (!CanDrainWorker(*caller))
     return ToGrpcStatus(
         PermissionDenied(*caller, "draining a worker needs an admin"));
-  if (auto s = ValidateDrainWorkerRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = ValidateDrainWorkerRequest(*req); !s.ok())
+    return ToGrpcStatus(s);
   auto w = core_->DrainWorker(req->worker_id());
   if (!w.ok()) return ToGrpcStatus(w.status());
   *resp = std::move(*w);

@@ -66,7 +66,8 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx,
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (auto s = ValidateListJobsRequest(*req); !s.ok()) return ToGrpcStatus(s);
   JobFilter filter;
-  for (int s : req->states()) filter.states.push_back(static_cast<v1::JobState>(s));
+  for (int s : req->states())
+    filter.states.push_back(static_cast<v1::JobState>(s));
   filter.user = req->user();
   filter.team = req->team();
   if (req->limit() > 0) filter.limit = req->limit();
@@ -90,9 +91,9 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx,
     if (!target.ok()) return ToGrpcStatus(target.status());
     if (!CanCancelJob(*caller, target->spec()))
       return ToGrpcStatus(PermissionDenied(
-          *caller, absl::StrCat("job ", req->id(), " belongs to ",
-                                target->spec().user(),
-                                "; only its owner or an admin may cancel it")));
+          *caller,
+          absl::StrCat("job ", req->id(), " belongs to ", target->spec().user(),
+                       "; only its owner or an admin may cancel it")));
   }
   auto job = core_->CancelJob(req->id(), req->reason());
   if (!job.ok()) return ToGrpcStatus(job.status());
@@ -115,7 +116,8 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* ctx,
     auto job = core_->GetJob(req->id());
     if (!job.ok()) return ToGrpcStatus(job.status());
     job->clear_progress();  // progress alone does not make a new event...
-    if (first || !google::protobuf::util::MessageDifferencer::Equals(*job, last)) {
+    if (first ||
+        !google::protobuf::util::MessageDifferencer::Equals(*job, last)) {
       last = *job;
       auto full = core_->GetJob(req->id());  // ...but is sent along with one
       if (!full.ok()) return ToGrpcStatus(full.status());
@@ -147,8 +149,8 @@ grpc::Status JobServiceImpl::StreamLogs(
     for (int32_t rank : ranks) {
       if (req->rank() >= 0 && rank != req->rank()) continue;
       while (true) {
-        std::string data =
-            core_->logs().Read(req->id(), attempt, rank, offsets[rank], 64 << 10);
+        std::string data = core_->logs().Read(req->id(), attempt, rank,
+                                              offsets[rank], 64 << 10);
         if (data.empty()) break;
         offsets[rank] += static_cast<int64_t>(data.size());
         v1::LogChunk chunk;

@@ -42,7 +42,8 @@ absl::Status ValidSpec(const v1::JobSpec& spec) {
 absl::Status ValidatePrincipalName(absl::string_view name,
                                    absl::string_view field) {
   if (name.empty())
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must not be empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must not be empty"));
   if (name.size() > 64)
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": longer than 64 characters"));
@@ -67,8 +68,7 @@ absl::Status ValidateGetJobRequest(const v1::GetJobRequest& req) {
 }
 
 absl::Status ValidateListJobsRequest(const v1::ListJobsRequest& req) {
-  if (req.limit() < 0)
-    return absl::InvalidArgumentError("limit: must be >= 0");
+  if (req.limit() < 0) return absl::InvalidArgumentError("limit: must be >= 0");
   for (int s : req.states())
     if (!v1::JobState_IsValid(s))
       return absl::InvalidArgumentError(

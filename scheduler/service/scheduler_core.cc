@@ -52,15 +52,16 @@ absl::Status SchedulerCore::Start() {
       entry.info = std::move(w);
       if (entry.info.devices_size() > 0)
         entry.gpu_type = entry.info.devices(0).gpu_type();
-      entry.price = PriceFor(entry.info.region(), entry.gpu_type,
-                             entry.info.offering());
+      entry.price =
+          PriceFor(entry.info.region(), entry.gpu_type, entry.info.offering());
       workers_[entry.info.id()] = std::move(entry);
     }
     // Uptime spans end at a restart; reconnecting workers open new ones.
     for (const UptimeRecord& u : uptime) {
       WorkerEntry span;
       span.info.set_id(u.worker_id);
-      for (int i = 0; i < static_cast<int>(u.gpus); ++i) span.info.add_devices();
+      for (int i = 0; i < static_cast<int>(u.gpus); ++i)
+        span.info.add_devices();
       span.price = PriceFor(u.region, u.gpu_type, u.offering);
       span.uptime_id = u.id;
       span.up_since = absl::FromUnixMillis(u.started_at_ms);
@@ -94,8 +95,9 @@ absl::Status SchedulerCore::Start() {
       alloc.region = a.region;
       alloc.gpu_type = a.gpu_type;
       auto w = workers_.find(a.worker_id);
-      alloc.price = PriceFor(a.region, a.gpu_type,
-                             w != workers_.end() ? w->second.info.offering() : "");
+      alloc.price =
+          PriceFor(a.region, a.gpu_type,
+                   w != workers_.end() ? w->second.info.offering() : "");
       auto job = jobs_.find(a.job_id);
       if (job == jobs_.end() || job->second.job.attempt() != a.attempt) {
         CloseAlloc({a.job_id, a.attempt, a.node_rank}, alloc, now);
@@ -176,9 +178,9 @@ void SchedulerCore::CheckLeases(absl::Time now) {
       lost.push_back(id);
   }
   for (const std::string& id : lost)
-    WorkerLost(id, absl::StrCat("worker ", id, " lost (silent for more than ",
-                                absl::FormatDuration(options_.worker_timeout),
-                                ")"));
+    WorkerLost(
+        id, absl::StrCat("worker ", id, " lost (silent for more than ",
+                         absl::FormatDuration(options_.worker_timeout), ")"));
 }
 
 std::vector<NodeView> SchedulerCore::NodeViews() {
@@ -208,7 +210,8 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
     NodeView& v = it->second;
     for (int32_t d : a.devices)
       for (DeviceSlot& slot : v.devices)
-        if (slot.index == d) slot.free_share = std::max(0.0, slot.free_share - a.share);
+        if (slot.index == d)
+          slot.free_share = std::max(0.0, slot.free_share - a.share);
     v.cpu_free -= a.cpu;
     v.memory_free -= a.memory;
   }
@@ -313,7 +316,8 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   const v1::JobSpec& spec = job.job.spec();
   const int32_t attempt = job.job.attempt();
   const std::string& master_worker = placement.nodes[0].worker_id;
-  const int32_t master_port = PickMasterPort(master_worker, job.job.id(), attempt);
+  const int32_t master_port =
+      PickMasterPort(master_worker, job.job.id(), attempt);
   std::vector<AllocationRecord> records;
   for (const NodeAssignment& n : placement.nodes) {
     AllocationRecord r;
@@ -386,8 +390,8 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     Send(n.worker_id, std::move(msg));
   }
   LOG(INFO) << "job " << job.job.id() << " attempt " << attempt
-            << " assigned to " << nnodes << " node(s), master "
-            << master_worker << ":" << master_port;
+            << " assigned to " << nnodes << " node(s), master " << master_worker
+            << ":" << master_port;
   Changed();
 }
 
@@ -521,9 +525,9 @@ absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
     for (const auto& t : r.gpu_type()) any |= types.count(t) > 0;
     if (!any)
       return absl::InvalidArgumentError(absl::StrCat(
-          "resources.gpu_type: no worker has ", absl::StrJoin(r.gpu_type(), "/"),
-          " (the cluster has ", types.empty() ? "no GPUs" : absl::StrJoin(types, ", "),
-          ")"));
+          "resources.gpu_type: no worker has ",
+          absl::StrJoin(r.gpu_type(), "/"), " (the cluster has ",
+          types.empty() ? "no GPUs" : absl::StrJoin(types, ", "), ")"));
   }
   int fitting = 0;
   for (const v1::Worker* w : known) {
@@ -531,10 +535,9 @@ absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
     for (const v1::Device& d : w->devices()) ++by_type[d.gpu_type()];
     bool ok = need == 0;
     for (const auto& [type, count] : by_type) {
-      const bool type_ok =
-          r.gpu_type().empty() ||
-          std::find(r.gpu_type().begin(), r.gpu_type().end(), type) !=
-              r.gpu_type().end();
+      const bool type_ok = r.gpu_type().empty() ||
+                           std::find(r.gpu_type().begin(), r.gpu_type().end(),
+                                     type) != r.gpu_type().end();
       if (type_ok && count >= need) ok = true;
     }
     if (ok && w->cpu() + 1e-9 >= r.cpu() &&
@@ -559,8 +562,7 @@ absl::StatusOr<SubmitResult> SchedulerCore::Submit(
     RETURN_IF_ERROR(CheckCouldEverFit(spec));
     RETURN_IF_ERROR(CheckBudget(spec, absl::Now(), &held));
   }
-  ASSIGN_OR_RETURN(SubmitResult result,
-                   submits_.Submit(spec, idempotency_key));
+  ASSIGN_OR_RETURN(SubmitResult result, submits_.Submit(spec, idempotency_key));
   if (result.created) {
     absl::MutexLock lock(&mu_);
     ActiveJob active;

@@ -16,8 +16,8 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -121,7 +121,7 @@ class SchedulerCore {
   };
 
   struct ActiveJob {
-    v1::Job job;  // spec, state, attempt, progress
+    v1::Job job;            // spec, state, attempt, progress
     bool terminal = false;  // ended in PostgreSQL; waits for its ranks to go
     int nodes_succeeded = 0;
     absl::Time assigned_at;
@@ -194,7 +194,8 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission: Ok (admit), FailedPrecondition (refused), or sets `*held`.
   absl::Status CheckBudget(const v1::JobSpec& spec, absl::Time now,
-                           std::string* held) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                           std::string* held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The cheapest estimate of `spec` over the known workers, if any.
   std::optional<pricing::Money> EstimateCost(const v1::JobSpec& spec,
                                              absl::Time now)
@@ -210,7 +211,8 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // scheduler_core_idle.cc: the idle policy, once a second.
   void RunIdlePolicy(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  idle::Snapshot IdleSnapshot(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  idle::Snapshot IdleSnapshot(absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ShutDownWorker(const idle::ShutdownDecision& d)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs an operator hook on its own thread and records the outcome.

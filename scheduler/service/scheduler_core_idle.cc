@@ -30,17 +30,17 @@ void SchedulerCore::RunHookAsync(const std::string& command,
                                  std::map<std::string, std::string> env,
                                  std::string worker_id) {
   absl::MutexLock lock(&hooks_mu_);
-  hook_threads_.emplace_back([this, command, env = std::move(env),
-                              worker_id = std::move(worker_id)] {
-    absl::Status s = RunHook(command, env);
-    if (s.ok()) {
-      LOG(INFO) << "hook ran: " << command;
-      RecordEvent("HOOK_OK", worker_id, 0, command);
-    } else {
-      LOG(ERROR) << s.message();
-      RecordEvent("HOOK_FAILED", worker_id, 0, std::string(s.message()));
-    }
-  });
+  hook_threads_.emplace_back(
+      [this, command, env = std::move(env), worker_id = std::move(worker_id)] {
+        absl::Status s = RunHook(command, env);
+        if (s.ok()) {
+          LOG(INFO) << "hook ran: " << command;
+          RecordEvent("HOOK_OK", worker_id, 0, command);
+        } else {
+          LOG(ERROR) << s.message();
+          RecordEvent("HOOK_FAILED", worker_id, 0, std::string(s.message()));
+        }
+      });
 }
 
 idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
@@ -48,7 +48,8 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
   std::map<std::string, NodeView> views;
   for (NodeView& v : NodeViews()) views[v.worker_id] = std::move(v);
   std::map<std::string, std::vector<int64_t>> jobs_on;
-  for (const auto& [key, a] : allocs_) jobs_on[a.worker_id].push_back(std::get<0>(key));
+  for (const auto& [key, a] : allocs_)
+    jobs_on[a.worker_id].push_back(std::get<0>(key));
   for (const auto& [id, w] : workers_) {
     const auto state = w.info.state();
     if ((state != v1::WORKER_STATE_UP && state != v1::WORKER_STATE_DRAINING) ||
@@ -60,8 +61,9 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
     info.gpu_type = w.gpu_type;
     info.instance_id = w.info.instance_id();
     info.labels.insert(w.info.labels().begin(), w.info.labels().end());
-    info.state = state == v1::WORKER_STATE_DRAINING ? idle::WorkerInfo::State::kDraining
-                                                    : idle::WorkerInfo::State::kUp;
+    info.state = state == v1::WORKER_STATE_DRAINING
+                     ? idle::WorkerInfo::State::kDraining
+                     : idle::WorkerInfo::State::kUp;
     info.joined_at = w.up_since == absl::Time() ? now : w.up_since;
     info.gpus_total = w.info.devices_size();
     const NodeView& v = views[id];
@@ -94,7 +96,8 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
       p.labels.insert(spec.resources().labels().begin(),
                       spec.resources().labels().end());
       p.pending_since = absl::FromUnixMillis(
-          google::protobuf::util::TimeUtil::TimestampToMilliseconds(j.job.created_at()));
+          google::protobuf::util::TimeUtil::TimestampToMilliseconds(
+              j.job.created_at()));
       int usable = 0;
       for (const idle::WorkerInfo& w : snap.workers)
         usable += w.state == idle::WorkerInfo::State::kUp &&
@@ -161,14 +164,16 @@ void SchedulerCore::RunIdlePolicy(absl::Time now) {
       idle::Decide(*options_.idle, IdleSnapshot(now), idle_state_, now);
   idle_state_ = std::move(d.state);
   verdicts_.clear();
-  for (idle::WorkerVerdict& v : d.verdicts) verdicts_[v.worker_id] = std::move(v);
+  for (idle::WorkerVerdict& v : d.verdicts)
+    verdicts_[v.worker_id] = std::move(v);
   for (const idle::ShutdownDecision& s : d.shutdowns) ShutDownWorker(s);
   for (const idle::CancelledShutdown& c : d.cancelled)
     RecordEvent("SHUTDOWN_CANCELLED", c.worker_id, 0, c.reason);
   for (const idle::ScaleUpRequest& up : d.scale_ups) {
-    RecordEvent("SCALE_UP", "", up.job_ids.empty() ? 0 : up.job_ids[0],
-                absl::StrCat(up.pool(), ": ", up.gpus_needed, " GPUs for job(s) ",
-                             absl::StrJoin(up.job_ids, ","), "; ", up.reason));
+    RecordEvent(
+        "SCALE_UP", "", up.job_ids.empty() ? 0 : up.job_ids[0],
+        absl::StrCat(up.pool(), ": ", up.gpus_needed, " GPUs for job(s) ",
+                     absl::StrJoin(up.job_ids, ","), "; ", up.reason));
     metrics_->ScaleUpRequested(up.pool());
     LOG(INFO) << "idle policy: scale-up " << up.pool() << " +" << up.gpus_needed
               << " GPUs (" << up.reason << ")";
@@ -189,8 +194,8 @@ void SchedulerCore::RunIdlePolicy(absl::Time now) {
     RecordEvent("ZOMBIE", z.worker_ids.empty() ? "" : z.worker_ids[0], z.job_id,
                 z.reason);
     metrics_->ZombieJob(cancel ? "cancel" : "flag");
-    LOG(WARNING) << "idle policy: job " << z.job_id << " is a zombie (" << z.reason
-                 << ")" << (cancel ? "; cancelling" : "");
+    LOG(WARNING) << "idle policy: job " << z.job_id << " is a zombie ("
+                 << z.reason << ")" << (cancel ? "; cancelling" : "");
     auto j = jobs_.find(z.job_id);
     if (j == jobs_.end() || j->second.terminal) continue;
     if (cancel) {

@@ -51,11 +51,11 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
     auto j = jobs_.find(job_id);
     if (j != jobs_.end()) j->second.closed_cost += m;
     metrics_->AddCost(j != jobs_.end() ? j->second.job.spec().team() : "",
-                          j != jobs_.end() ? j->second.job.spec().user() : "",
-                          alloc.gpu_type, currency, m.ToDouble());
+                      j != jobs_.end() ? j->second.job.spec().user() : "",
+                      alloc.gpu_type, currency, m.ToDouble());
   }
-  auto write = [store = store_, job_id = job_id, attempt = attempt,
-                node = node, end_ms = absl::ToUnixMillis(end), cost, currency] {
+  auto write = [store = store_, job_id = job_id, attempt = attempt, node = node,
+                end_ms = absl::ToUnixMillis(end), cost, currency] {
     return store->CloseAllocation(job_id, attempt, node, end_ms, cost,
                                   currency);
   };
@@ -81,7 +81,8 @@ void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {
   u.started_at_ms = absl::ToUnixMillis(now);
   auto id = store_->OpenUptime(u);
   if (!id.ok()) {
-    LOG(WARNING) << "recording uptime of " << u.worker_id << ": " << id.status();
+    LOG(WARNING) << "recording uptime of " << u.worker_id << ": "
+                 << id.status();
     return;
   }
   worker.uptime_id = *id;
@@ -148,8 +149,9 @@ absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
   request.estimated_cost = *estimate;
   if (request.monthly_budget) {
     const pricing::BudgetMonth month = pricing::MonthContaining(now);
-    ASSIGN_OR_RETURN(std::string spent,
-                     store_->TeamSpend(spec.team(), absl::ToUnixMillis(month.start)));
+    ASSIGN_OR_RETURN(
+        std::string spent,
+        store_->TeamSpend(spec.team(), absl::ToUnixMillis(month.start)));
     ASSIGN_OR_RETURN(request.spent_this_month, Money::FromString(spent));
   }
   request.action = options_.pricing->budget_action();
@@ -161,7 +163,8 @@ absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
       *held = absl::StrCat(d.reason, ": ", d.message);
       return absl::OkStatus();
     case pricing::BudgetDecision::Verdict::kReject:
-      return absl::FailedPreconditionError(absl::StrCat(d.reason, ": ", d.message));
+      return absl::FailedPreconditionError(
+          absl::StrCat(d.reason, ": ", d.message));
   }
   return absl::OkStatus();
 }
@@ -194,8 +197,7 @@ void SchedulerCore::EnforceBudgets(absl::Time now) {
       }
       continue;
     }
-    if (spec.max_cost().empty() ||
-        job.job.state() == v1::JOB_STATE_PENDING)
+    if (spec.max_cost().empty() || job.job.state() == v1::JOB_STATE_PENDING)
       continue;
     auto cap = Money::FromString(spec.max_cost());
     if (cap.ok() && AccruedCost(id, now) >= *cap) over.push_back(id);
@@ -287,19 +289,22 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
     const v1::CostReportRequest& req) {
   const absl::Time now = absl::Now();
   const absl::Time until =
-      req.has_until() ? absl::FromUnixMillis(TimeUtil::TimestampToMilliseconds(req.until()))
-                      : now;
+      req.has_until()
+          ? absl::FromUnixMillis(TimeUtil::TimestampToMilliseconds(req.until()))
+          : now;
   const absl::Time since =
-      req.has_since() ? absl::FromUnixMillis(TimeUtil::TimestampToMilliseconds(req.since()))
-                      : until - absl::Hours(24 * 7);
+      req.has_since()
+          ? absl::FromUnixMillis(TimeUtil::TimestampToMilliseconds(req.since()))
+          : until - absl::Hours(24 * 7);
   if (since > until)
     return absl::InvalidArgumentError("since: must be before until");
   const std::string group_by = req.group_by().empty() ? "team" : req.group_by();
   ASSIGN_OR_RETURN(std::vector<CostGroup> closed,
                    store_->CostByGroup(group_by, absl::ToUnixMillis(since),
                                        absl::ToUnixMillis(until)));
-  ASSIGN_OR_RETURN(CostGroup uptime, store_->UptimeTotals(absl::ToUnixMillis(since),
-                                                         absl::ToUnixMillis(until)));
+  ASSIGN_OR_RETURN(CostGroup uptime,
+                   store_->UptimeTotals(absl::ToUnixMillis(since),
+                                        absl::ToUnixMillis(until)));
   std::map<std::string, std::pair<double, Money>> groups;
   for (const CostGroup& g : closed) {
     auto m = Money::FromString(g.cost);
@@ -314,22 +319,32 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
     for (const auto& [key, a] : allocs_) {
       if (a.started < since || a.started >= until) continue;
       auto j = jobs_.find(std::get<0>(key));
-      const v1::JobSpec* spec = j != jobs_.end() ? &j->second.job.spec() : nullptr;
+      const v1::JobSpec* spec =
+          j != jobs_.end() ? &j->second.job.spec() : nullptr;
       std::string k;
-      if (group_by == "team") k = spec ? spec->team() : "";
-      else if (group_by == "user") k = spec ? spec->user() : "";
-      else if (group_by == "gpu-type") k = a.gpu_type;
-      else if (group_by == "region") k = a.region;
-      else if (group_by == "day") k = absl::FormatTime("%Y-%m-%d", a.started, absl::UTCTimeZone());
-      else k = absl::StrCat(std::get<0>(key));
+      if (group_by == "team")
+        k = spec ? spec->team() : "";
+      else if (group_by == "user")
+        k = spec ? spec->user() : "";
+      else if (group_by == "gpu-type")
+        k = a.gpu_type;
+      else if (group_by == "region")
+        k = a.region;
+      else if (group_by == "day")
+        k = absl::FormatTime("%Y-%m-%d", a.started, absl::UTCTimeZone());
+      else
+        k = absl::StrCat(std::get<0>(key));
       auto& g = groups[k];
-      g.first += a.gpus * absl::ToDoubleSeconds(std::min(now, until) - a.started);
+      g.first +=
+          a.gpus * absl::ToDoubleSeconds(std::min(now, until) - a.started);
       g.second += CostOf(a, std::min(now, until));
     }
     for (auto& [id, w] : workers_) {
-      if (w.uptime_id == 0 || w.up_since < since || w.up_since >= until) continue;
+      if (w.uptime_id == 0 || w.up_since < since || w.up_since >= until)
+        continue;
       const absl::Time end = std::min(now, until);
-      uptime_seconds += w.info.devices_size() * absl::ToDoubleSeconds(end - w.up_since);
+      uptime_seconds +=
+          w.info.devices_size() * absl::ToDoubleSeconds(end - w.up_since);
       if (w.price) {
         Alloc whole;
         whole.price = w.price;
@@ -342,10 +357,12 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   v1::CostReport report;
   report.set_currency(options_.pricing ? options_.pricing->currency() : "");
   report.set_group_by(group_by);
-  *report.mutable_since() = TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(since));
-  *report.mutable_until() = TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(until));
-  std::vector<std::pair<std::string, std::pair<double, Money>>> rows(groups.begin(),
-                                                                     groups.end());
+  *report.mutable_since() =
+      TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(since));
+  *report.mutable_until() =
+      TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(until));
+  std::vector<std::pair<std::string, std::pair<double, Money>>> rows(
+      groups.begin(), groups.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.second > b.second.second ||
            (a.second.second == b.second.second && a.first < b.first);
@@ -378,7 +395,8 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
   out.set_currency(options_.pricing ? options_.pricing->currency() : "");
   const auto& types = spec.resources().gpu_type();
   const double need = std::ceil(spec.resources().gpus());
-  std::map<std::tuple<std::string, std::string, std::string>, v1::Estimate> pools;
+  std::map<std::tuple<std::string, std::string, std::string>, v1::Estimate>
+      pools;
   const std::vector<NodeView> nodes = NodeViews();
   for (const auto& [id, w] : workers_) {
     if (w.info.state() != v1::WORKER_STATE_UP &&
@@ -412,16 +430,20 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
     } else {
       e.set_basis("no max_runtime: price per GPU-hour only");
     }
-    if (w.price) e.set_price_per_gpu_hour(pricing::PriceAt(*w.price, now).ToString());
+    if (w.price)
+      e.set_price_per_gpu_hour(pricing::PriceAt(*w.price, now).ToString());
   }
   std::vector<v1::Estimate> list;
   for (auto& [k, e] : pools) list.push_back(std::move(e));
-  std::sort(list.begin(), list.end(), [](const v1::Estimate& a, const v1::Estimate& b) {
-    auto ca = Money::FromString(a.cost().empty() ? a.price_per_gpu_hour() : a.cost());
-    auto cb = Money::FromString(b.cost().empty() ? b.price_per_gpu_hour() : b.cost());
-    if (ca.ok() && cb.ok() && *ca != *cb) return *ca < *cb;
-    return a.region() + a.gpu_type() < b.region() + b.gpu_type();
-  });
+  std::sort(list.begin(), list.end(),
+            [](const v1::Estimate& a, const v1::Estimate& b) {
+              auto ca = Money::FromString(
+                  a.cost().empty() ? a.price_per_gpu_hour() : a.cost());
+              auto cb = Money::FromString(
+                  b.cost().empty() ? b.price_per_gpu_hour() : b.cost());
+              if (ca.ok() && cb.ok() && *ca != *cb) return *ca < *cb;
+              return a.region() + a.gpu_type() < b.region() + b.gpu_type();
+            });
   for (auto& e : list) *out.add_estimates() = std::move(e);
   return out;
 }

@@ -86,8 +86,8 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
         // start_window: off-peak, waiting for a cheaper price window.
         resp.set_reason_code(
             job.waiting_reason.substr(0, job.waiting_reason.find(':')));
-        resp.set_message(absl::StrCat(DescribeNeed(spec), "; ",
-                                      job.waiting_reason));
+        resp.set_message(
+            absl::StrCat(DescribeNeed(spec), "; ", job.waiting_reason));
         if (job.waiting_until != absl::InfiniteFuture())
           *resp.mutable_estimated_start() =
               google::protobuf::util::TimeUtil::MillisecondsToTimestamp(

@@ -26,11 +26,13 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   if (stopping_) return absl::UnavailableError("scheduler is shutting down");
   std::optional<pricing::PriceEntry> price;
   if (options_.pricing) {
-    auto entry = options_.pricing->Lookup(hello.region(), gpu_type, hello.offering());
+    auto entry =
+        options_.pricing->Lookup(hello.region(), gpu_type, hello.offering());
     if (!entry.ok())
       return absl::FailedPreconditionError(absl::StrCat(
-          "worker ", hello.worker_id(), ": no price for region \"", hello.region(),
-          "\", GPU type \"", gpu_type, "\", offering \"", hello.offering(),
+          "worker ", hello.worker_id(), ": no price for region \"",
+          hello.region(), "\", GPU type \"", gpu_type, "\", offering \"",
+          hello.offering(),
           "\" in the price catalog; add an entry or a \"*\" wildcard"));
     price = *entry;
   }
@@ -47,7 +49,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   info.set_memory_bytes(hello.memory_bytes());
   info.set_address(hello.address());
   info.set_offering(hello.offering());
-  info.set_state(was_draining ? v1::WORKER_STATE_DRAINING : v1::WORKER_STATE_UP);
+  info.set_state(was_draining ? v1::WORKER_STATE_DRAINING
+                              : v1::WORKER_STATE_UP);
   *info.mutable_connected_at() = TimeUtil::GetCurrentTime();
   absl::Status stored = store_->UpsertWorker(info);
   if (!stored.ok()) return stored;
@@ -62,8 +65,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
       std::make_shared<WorkerSession>(hello.worker_id(), next_session_++);
 
   v1::SchedulerMessage welcome;
-  welcome.mutable_welcome()->set_heartbeat_interval_ms(
-      static_cast<int32_t>(absl::ToInt64Milliseconds(options_.heartbeat_interval)));
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int32_t>(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval)));
   entry.session->Push(std::move(welcome));
 
   // Reconcile: the worker keeps only nodes of current attempts placed on
@@ -175,8 +178,8 @@ void SchedulerCore::HandleWorkerMessage(
   worker.last_seen = absl::Now();
   // A worker speaks only for attempts with an allocation on it: its stream
   // cannot write another worker's jobs' logs or progress.
-  auto placed_here = [&](int64_t job_id, int32_t attempt)
-                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto placed_here = [&](int64_t job_id,
+                         int32_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (auto a = allocs_.lower_bound(AllocKey{job_id, attempt, INT32_MIN});
          a != allocs_.end() && std::get<0>(a->first) == job_id &&
          std::get<1>(a->first) == attempt;
@@ -204,7 +207,8 @@ void SchedulerCore::HandleWorkerMessage(
                       : message.shutdown_ack().message());
       break;
     case v1::WorkerMessage::kProgress:
-      if (!placed_here(message.progress().job_id(), message.progress().attempt()))
+      if (!placed_here(message.progress().job_id(),
+                       message.progress().attempt()))
         break;
       OnProgress(message.progress());
       break;
@@ -330,7 +334,8 @@ v1::Worker SchedulerCore::WorkerView(const WorkerEntry& entry) {
     w.set_idle_seconds(absl::ToDoubleSeconds(v->second.idle));
   }
   if (w.state() == v1::WORKER_STATE_OFFLINE) {
-    if (auto r = stopped_reasons_.find(entry.info.id()); r != stopped_reasons_.end())
+    if (auto r = stopped_reasons_.find(entry.info.id());
+        r != stopped_reasons_.end())
       w.set_stopped_reason(r->second);
   }
   return w;
@@ -341,8 +346,8 @@ std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
   std::vector<v1::Worker> out;
   for (const auto& [id, entry] : workers_) {
     const auto state = entry.info.state();
-    if (!include_offline && (state == v1::WORKER_STATE_LOST ||
-                             state == v1::WORKER_STATE_OFFLINE))
+    if (!include_offline &&
+        (state == v1::WORKER_STATE_LOST || state == v1::WORKER_STATE_OFFLINE))
       continue;
     out.push_back(WorkerView(entry));
   }

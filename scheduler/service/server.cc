@@ -22,7 +22,8 @@ absl::Status LoadPricingFile(const std::string& path,
                              SchedulerServerOptions& options) {
   std::ifstream in(path);
   if (!in)
-    return absl::InvalidArgumentError(absl::StrCat("--pricing: cannot read ", path));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pricing: cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
   auto catalog = pricing::PriceCatalog::Parse(text.str(), "pricing");
@@ -40,9 +41,10 @@ namespace {
 absl::Status MergeAuthConfig(const YAML::Node& node, const std::string& path,
                              SchedulerServerOptions& options) {
   if (!node.IsMap())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config ", path, ": auth: must be a mapping (enabled, "
-        "bootstrap_admin_token_file, join_token_file)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config ", path,
+                     ": auth: must be a mapping (enabled, "
+                     "bootstrap_admin_token_file, join_token_file)"));
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (!kv.second.IsScalar())
@@ -79,8 +81,8 @@ absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (!kv.second.IsScalar())
-      return absl::InvalidArgumentError(
-          absl::StrCat("config ", path, ": tls.", key, ": must be a file path"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config ", path, ": tls.", key, ": must be a file path"));
     if (key == "cert") {
       options.tls.cert_file = kv.second.Scalar();
     } else if (key == "key") {
@@ -98,7 +100,9 @@ absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
 absl::StatusOr<std::string> ReadFile(const std::string& path,
                                      const std::string& what) {
   std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
+  if (!in)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -111,7 +115,8 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
   ASSIGN_OR_RETURN(std::string text, ReadFile(path, what));
   std::string secret(absl::StripAsciiWhitespace(text));
   if (secret.empty())
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", path, " is empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", path, " is empty"));
   return secret;
 }
 
@@ -158,9 +163,10 @@ absl::Status MergeConfigFile(const std::string& path,
       continue;
     }
     if (!kv.second.IsScalar())
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config ", path, ": ", key, ": not supported by this scheduler "
-          "version (expected a scalar setting)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ": ", key,
+                       ": not supported by this scheduler "
+                       "version (expected a scalar setting)"));
     const std::string value = kv.second.Scalar();
     if (key == "listen") {
       options.listen = value;
@@ -185,8 +191,8 @@ absl::Status MergeConfigFile(const std::string& path,
             "policy: must be firstfit, bestfit or tupa");
       }
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config ", path, ": ", key, ": unknown setting"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ": ", key, ": unknown setting"));
     }
   }
   return absl::OkStatus();
@@ -227,7 +233,8 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
                                                   options.auth.enabled);
   if (!options.auth.enabled)
     LOG(WARNING) << "auth disabled: every caller acts as an admin (dev mode)";
-  if (options.auth.enabled && !options.auth.bootstrap_admin_token_file.empty()) {
+  if (options.auth.enabled &&
+      !options.auth.bootstrap_admin_token_file.empty()) {
     ASSIGN_OR_RETURN(std::string token,
                      ReadSecretFile(options.auth.bootstrap_admin_token_file,
                                     "bootstrap_admin_token_file"));
@@ -263,19 +270,23 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
             : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(options.tls.cert_file, "--tls-cert"));
-    ASSIGN_OR_RETURN(pair.private_key, ReadFile(options.tls.key_file, "--tls-key"));
+    ASSIGN_OR_RETURN(pair.cert_chain,
+                     ReadFile(options.tls.cert_file, "--tls-cert"));
+    ASSIGN_OR_RETURN(pair.private_key,
+                     ReadFile(options.tls.key_file, "--tls-key"));
     ssl.pem_key_cert_pairs.push_back(std::move(pair));
     if (!options.tls.client_ca_file.empty()) {
       ASSIGN_OR_RETURN(ssl.pem_root_certs,
                        ReadFile(options.tls.client_ca_file, "--tls-client-ca"));
     }
     credentials = grpc::SslServerCredentials(ssl);
-    LOG(INFO) << "TLS on" << (options.tls.client_ca_file.empty()
-                                  ? ""
-                                  : " (client certificates required)");
+    LOG(INFO) << "TLS on"
+              << (options.tls.client_ca_file.empty()
+                      ? ""
+                      : " (client certificates required)");
   } else if (!options.tls.client_ca_file.empty()) {
-    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    return absl::InvalidArgumentError(
+        "--tls-client-ca needs --tls-cert and --tls-key");
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -298,8 +309,9 @@ SchedulerServer::~SchedulerServer() { Shutdown(); }
 
 void SchedulerServer::Shutdown() {
   if (core_) core_->Shutdown();  // closes worker streams first
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() +
-                                 std::chrono::seconds(2));
+  if (server_)
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(2));
 }
 
 void SchedulerServer::Wait() {

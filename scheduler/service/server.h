@@ -56,7 +56,8 @@ absl::Status LoadPricingFile(const std::string& path,
                              SchedulerServerOptions& options);
 
 // Merges a scheduler config file (YAML: listen, database_url, data_dir,
-// worker_timeout, policy, metrics_listen) over `options`. InvalidArgument names the key.
+// worker_timeout, policy, metrics_listen) over `options`. InvalidArgument names
+// the key.
 absl::Status MergeConfigFile(const std::string& path,
                              SchedulerServerOptions& options);
 

@@ -29,10 +29,11 @@ grpc::Status WorkerServiceImpl::Connect(
                         "hello: the first message must be a hello");
   if (!join_token_.empty() &&
       !TokenMatches(join_token_, first.hello().join_token())) {
-    LOG(WARNING) << "refused worker \"" << first.hello().worker_id().substr(0, 256)
-                 << "\" from " << ctx->peer() << ": "
+    LOG(WARNING) << "refused worker \""
+                 << first.hello().worker_id().substr(0, 256) << "\" from "
+                 << ctx->peer() << ": "
                  << (first.hello().join_token().empty() ? "no join token"
-                                                         : "wrong join token");
+                                                        : "wrong join token");
     return grpc::Status(
         grpc::StatusCode::UNAUTHENTICATED,
         first.hello().join_token().empty()

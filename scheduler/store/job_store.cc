@@ -41,8 +41,10 @@ v1::Job RowToJob(const pqxx::row& row) {
   if (!std::string_view(row[7].c_str()).empty())
     (void)JsonStringToMessage(row[7].c_str(), job.mutable_progress());
   *job.mutable_created_at() = FromMillis(row[8].as<int64_t>());
-  if (int64_t ms = row[9].as<int64_t>()) *job.mutable_started_at() = FromMillis(ms);
-  if (int64_t ms = row[10].as<int64_t>()) *job.mutable_finished_at() = FromMillis(ms);
+  if (int64_t ms = row[9].as<int64_t>())
+    *job.mutable_started_at() = FromMillis(ms);
+  if (int64_t ms = row[10].as<int64_t>())
+    *job.mutable_finished_at() = FromMillis(ms);
   return job;
 }
 
@@ -148,24 +150,26 @@ void JobStore::Release(std::unique_ptr<pqxx::connection> conn) {
 }
 
 absl::Status JobStore::Migrate() {
-  auto result = RunTx<bool>(Acquire(), [](pqxx::work& w) -> absl::StatusOr<bool> {
-    // Serialise concurrent schedulers starting against one database.
-    w.exec("SELECT pg_advisory_xact_lock(7475706100)");
-    w.exec(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        "  version INT PRIMARY KEY, name TEXT NOT NULL,"
-        "  applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
-    pqxx::result applied = w.exec("SELECT version FROM schema_migrations");
-    std::set<int> done;
-    for (const auto& row : applied) done.insert(row[0].as<int>());
-    for (const Migration& m : AllMigrations()) {
-      if (done.count(m.version)) continue;
-      w.exec(m.sql);
-      w.exec_params("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                    m.version, m.name);
-    }
-    return true;
-  });
+  auto result =
+      RunTx<bool>(Acquire(), [](pqxx::work& w) -> absl::StatusOr<bool> {
+        // Serialise concurrent schedulers starting against one database.
+        w.exec("SELECT pg_advisory_xact_lock(7475706100)");
+        w.exec(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "  version INT PRIMARY KEY, name TEXT NOT NULL,"
+            "  applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+        pqxx::result applied = w.exec("SELECT version FROM schema_migrations");
+        std::set<int> done;
+        for (const auto& row : applied) done.insert(row[0].as<int>());
+        for (const Migration& m : AllMigrations()) {
+          if (done.count(m.version)) continue;
+          w.exec(m.sql);
+          w.exec_params(
+              "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+              m.version, m.name);
+        }
+        return true;
+      });
   return result.status();
 }
 
@@ -233,10 +237,12 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
 }
 
 absl::StatusOr<v1::Job> JobStore::GetJob(int64_t id) {
-  return RunTx<v1::Job>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<v1::Job> {
+  return RunTx<
+      v1::Job>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<v1::Job> {
     pqxx::result r = w.exec_params(
         absl::StrCat("SELECT ", kJobColumns, " FROM jobs WHERE id = $1"), id);
-    if (r.empty()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+    if (r.empty())
+      return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
     v1::Job job = RowToJob(r[0]);
     pqxx::result a = w.exec_params(
         "SELECT worker_id, node_rank, device_indexes::text FROM allocations "
@@ -255,7 +261,8 @@ absl::StatusOr<v1::Job> JobStore::GetJob(int64_t id) {
 absl::StatusOr<std::vector<v1::Job>> JobStore::ListJobs(const JobFilter& f) {
   std::vector<std::string> states;
   for (auto s : f.states) states.push_back(StateName(s));
-  const std::string state_array = absl::StrCat("{", absl::StrJoin(states, ","), "}");
+  const std::string state_array =
+      absl::StrCat("{", absl::StrJoin(states, ","), "}");
   const int limit = f.limit > 0 ? std::min(f.limit, 10000) : 500;
   return RunTx<std::vector<v1::Job>>(
       Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<v1::Job>> {
@@ -316,41 +323,47 @@ absl::StatusOr<std::vector<AllocationRecord>> JobStore::LoadOpenAllocations() {
 
 absl::Status JobStore::AssignJob(int64_t id, int32_t attempt,
                                  const std::vector<AllocationRecord>& nodes) {
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           pqxx::result r = w.exec_params(
-               "UPDATE jobs SET state = 'ASSIGNED', updated_at = now() "
-               "WHERE id = $1 AND attempt = $2 AND state = 'PENDING'",
-               id, attempt);
-           if (r.affected_rows() != 1) return NotCurrent(id, attempt);
-           for (const AllocationRecord& a : nodes) {
-             w.exec_params(
-                 absl::StrCat(
-                     "INSERT INTO allocations (job_id, attempt, worker_id, "
-                     "node_rank, device_indexes, gpu_share, master_port, "
-                     "region, gpu_type, gpus, started_at) VALUES ($1, $2, $3, "
-                     "$4, $5::int[], $6, $7, $8, $9, $10, ",
-                     store_internal::MillisParam(11), ")"),
-                 id, attempt, a.worker_id, a.node_rank,
-                 IntArrayLiteral(a.device_indexes), a.gpu_share, a.master_port,
-                 a.region, a.gpu_type, a.gpus, a.started_at_ms);
-           }
-           InsertEvent(w, id, attempt, "ASSIGNED", "");
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               pqxx::result r = w.exec_params(
+                   "UPDATE jobs SET state = 'ASSIGNED', updated_at = now() "
+                   "WHERE id = $1 AND attempt = $2 AND state = 'PENDING'",
+                   id, attempt);
+               if (r.affected_rows() != 1) return NotCurrent(id, attempt);
+               for (const AllocationRecord& a : nodes) {
+                 w.exec_params(
+                     absl::StrCat(
+                         "INSERT INTO allocations (job_id, attempt, worker_id, "
+                         "node_rank, device_indexes, gpu_share, master_port, "
+                         "region, gpu_type, gpus, started_at) VALUES ($1, $2, "
+                         "$3, "
+                         "$4, $5::int[], $6, $7, $8, $9, $10, ",
+                         store_internal::MillisParam(11), ")"),
+                     id, attempt, a.worker_id, a.node_rank,
+                     IntArrayLiteral(a.device_indexes), a.gpu_share,
+                     a.master_port, a.region, a.gpu_type, a.gpus,
+                     a.started_at_ms);
+               }
+               InsertEvent(w, id, attempt, "ASSIGNED", "");
+               return true;
+             })
       .status();
 }
 
 absl::Status JobStore::MarkRunning(int64_t id, int32_t attempt) {
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           pqxx::result r = w.exec_params(
-               "UPDATE jobs SET state = 'RUNNING', updated_at = now(), "
-               "started_at = COALESCE(started_at, now()) "
-               "WHERE id = $1 AND attempt = $2 AND state = 'ASSIGNED'",
-               id, attempt);
-           if (r.affected_rows() != 1) return NotCurrent(id, attempt);
-           InsertEvent(w, id, attempt, "RUNNING", "");
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               pqxx::result r = w.exec_params(
+                   "UPDATE jobs SET state = 'RUNNING', updated_at = now(), "
+                   "started_at = COALESCE(started_at, now()) "
+                   "WHERE id = $1 AND attempt = $2 AND state = 'ASSIGNED'",
+                   id, attempt);
+               if (r.affected_rows() != 1) return NotCurrent(id, attempt);
+               InsertEvent(w, id, attempt, "RUNNING", "");
+               return true;
+             })
       .status();
 }
 
@@ -359,28 +372,33 @@ absl::Status JobStore::FinishJob(int64_t id, int32_t attempt,
                                  const std::string& message,
                                  bool close_allocations) {
   const std::string name = StateName(state);
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           pqxx::result r = w.exec_params(
-               "UPDATE jobs SET state = $3, exit_code = $4, message = $5, "
-               "finished_at = now(), updated_at = now() WHERE id = $1 AND "
-               "attempt = $2 AND state IN ('PENDING', 'ASSIGNED', 'RUNNING')",
-               id, attempt, name, exit_code, message);
-           if (r.affected_rows() != 1) return NotCurrent(id, attempt);
-           if (close_allocations) {
-             w.exec_params(
-                 "UPDATE allocations SET ended_at = now() WHERE job_id = $1 "
-                 "AND attempt = $2 AND ended_at IS NULL",
-                 id, attempt);
-           }
-           InsertEvent(w, id, attempt, name, message);
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               pqxx::result r = w.exec_params(
+                   "UPDATE jobs SET state = $3, exit_code = $4, message = $5, "
+                   "finished_at = now(), updated_at = now() WHERE id = $1 AND "
+                   "attempt = $2 AND state IN ('PENDING', 'ASSIGNED', "
+                   "'RUNNING')",
+                   id, attempt, name, exit_code, message);
+               if (r.affected_rows() != 1) return NotCurrent(id, attempt);
+               if (close_allocations) {
+                 w.exec_params(
+                     "UPDATE allocations SET ended_at = now() WHERE job_id = "
+                     "$1 "
+                     "AND attempt = $2 AND ended_at IS NULL",
+                     id, attempt);
+               }
+               InsertEvent(w, id, attempt, name, message);
+               return true;
+             })
       .status();
 }
 
 absl::StatusOr<int32_t> JobStore::RequeueJob(int64_t id, int32_t attempt,
                                              const std::string& message) {
-  return RunTx<int32_t>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int32_t> {
+  return RunTx<
+      int32_t>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int32_t> {
     pqxx::result r = w.exec_params(
         "UPDATE jobs SET state = 'PENDING', attempt = attempt + 1, message = "
         "$3, updated_at = now() WHERE id = $1 AND attempt = $2 AND state IN "
@@ -397,30 +415,35 @@ absl::Status JobStore::CloseAllocation(int64_t id, int32_t attempt,
                                        int32_t node_rank, int64_t ended_at_ms,
                                        const std::string& cost,
                                        const std::string& currency) {
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           w.exec_params(
-               absl::StrCat("UPDATE allocations SET ended_at = GREATEST("
-                            "started_at, ",
-                            store_internal::MillisParam(4),
-                            "), cost = NULLIF($5, '')::numeric, currency = "
-                            "NULLIF($6, '') WHERE job_id = $1 AND attempt = $2 "
-                            "AND node_rank = $3 AND ended_at IS NULL"),
-               id, attempt, node_rank, ended_at_ms, cost, currency);
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               w.exec_params(
+                   absl::StrCat(
+                       "UPDATE allocations SET ended_at = GREATEST("
+                       "started_at, ",
+                       store_internal::MillisParam(4),
+                       "), cost = NULLIF($5, '')::numeric, currency = "
+                       "NULLIF($6, '') WHERE job_id = $1 AND attempt = $2 "
+                       "AND node_rank = $3 AND ended_at IS NULL"),
+                   id, attempt, node_rank, ended_at_ms, cost, currency);
+               return true;
+             })
       .status();
 }
 
 absl::Status JobStore::UpdateProgress(int64_t id, int32_t attempt,
                                       const v1::Progress& progress) {
   const std::string json = ToJson(progress);
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           w.exec_params(
-               "UPDATE jobs SET progress = $3::jsonb WHERE id = $1 AND "
-               "attempt = $2",
-               id, attempt, json);
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               w.exec_params(
+                   "UPDATE jobs SET progress = $3::jsonb WHERE id = $1 AND "
+                   "attempt = $2",
+                   id, attempt, json);
+               return true;
+             })
       .status();
 }
 
@@ -453,34 +476,43 @@ absl::Status JobStore::UpsertWorker(const v1::Worker& worker) {
   *devices_only.mutable_devices() = worker.devices();
   *devices_only.mutable_labels() = worker.labels();
   const std::string json = ToJson(devices_only);
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           w.exec_params(
-               "INSERT INTO workers (id, region, instance_id, labels, devices, "
-               "cpu, memory_bytes, address, state, offering) VALUES ($1, $2, "
-               "$3, COALESCE(($4::jsonb)->'labels', '{}'), "
-               "COALESCE(($4::jsonb)->'devices', '[]'), $5, $6, $7, $8, $9) "
-               "ON CONFLICT (id) DO UPDATE SET region = EXCLUDED.region, "
-               "instance_id = EXCLUDED.instance_id, labels = EXCLUDED.labels, "
-               "devices = EXCLUDED.devices, cpu = EXCLUDED.cpu, memory_bytes = "
-               "EXCLUDED.memory_bytes, address = EXCLUDED.address, state = "
-               "EXCLUDED.state, offering = EXCLUDED.offering, last_seen = "
-               "now()",
-               worker.id(), worker.region(), worker.instance_id(), json,
-               worker.cpu(), worker.memory_bytes(), worker.address(),
-               WorkerStateName(worker.state()), worker.offering());
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               w.exec_params(
+                   "INSERT INTO workers (id, region, instance_id, labels, "
+                   "devices, "
+                   "cpu, memory_bytes, address, state, offering) VALUES ($1, "
+                   "$2, "
+                   "$3, COALESCE(($4::jsonb)->'labels', '{}'), "
+                   "COALESCE(($4::jsonb)->'devices', '[]'), $5, $6, $7, $8, "
+                   "$9) "
+                   "ON CONFLICT (id) DO UPDATE SET region = EXCLUDED.region, "
+                   "instance_id = EXCLUDED.instance_id, labels = "
+                   "EXCLUDED.labels, "
+                   "devices = EXCLUDED.devices, cpu = EXCLUDED.cpu, "
+                   "memory_bytes = "
+                   "EXCLUDED.memory_bytes, address = EXCLUDED.address, state = "
+                   "EXCLUDED.state, offering = EXCLUDED.offering, last_seen = "
+                   "now()",
+                   worker.id(), worker.region(), worker.instance_id(), json,
+                   worker.cpu(), worker.memory_bytes(), worker.address(),
+                   WorkerStateName(worker.state()), worker.offering());
+               return true;
+             })
       .status();
 }
 
 absl::Status JobStore::SetWorkerState(const std::string& id,
                                       v1::WorkerState state) {
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           w.exec_params(
-               "UPDATE workers SET state = $2, last_seen = now() WHERE id = $1",
-               id, WorkerStateName(state));
-           return true;
-         })
+  return RunTx<bool>(Acquire(),
+                     [&](pqxx::work& w) -> absl::StatusOr<bool> {
+                       w.exec_params(
+                           "UPDATE workers SET state = $2, last_seen = now() "
+                           "WHERE id = $1",
+                           id, WorkerStateName(state));
+                       return true;
+                     })
       .status();
 }
 

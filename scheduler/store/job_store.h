@@ -11,10 +11,9 @@
 
 #include <map>
 #include <memory>
+#include <pqxx/connection>
 #include <string>
 #include <vector>
-
-#include <pqxx/connection>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -22,7 +21,6 @@
 #include "absl/synchronization/mutex.h"
 #include "tupa/v1/cluster.pb.h"
 #include "tupa/v1/job.pb.h"
-
 
 namespace tupa::scheduler {
 
@@ -73,7 +71,7 @@ struct UptimeRecord {
 
 // Usage of one job: all attempts, allocations closed so far.
 struct JobUsage {
-  double gpu_seconds = 0;  // open allocations counted up to now
+  double gpu_seconds = 0;   // open allocations counted up to now
   std::string closed_cost;  // decimal sum of closed allocations; "" if none
   std::string currency;
 };
@@ -155,14 +153,14 @@ class JobStore {
                                         int64_t since_ms);
   // Closed allocations started in [since, until), grouped by `group_by`
   // (team, user, gpu-type, region, day, job).
-  absl::StatusOr<std::vector<CostGroup>> CostByGroup(const std::string& group_by,
-                                                     int64_t since_ms,
-                                                     int64_t until_ms);
+  absl::StatusOr<std::vector<CostGroup>> CostByGroup(
+      const std::string& group_by, int64_t since_ms, int64_t until_ms);
   // Closed uptime spans started in [since, until): GPU-seconds and cost.
   absl::StatusOr<CostGroup> UptimeTotals(int64_t since_ms, int64_t until_ms);
   absl::StatusOr<int64_t> OpenUptime(const UptimeRecord& record);
   absl::Status CloseUptime(int64_t id, int64_t ended_at_ms,
-                           const std::string& cost, const std::string& currency);
+                           const std::string& cost,
+                           const std::string& currency);
   absl::StatusOr<std::vector<UptimeRecord>> LoadOpenUptime();
 
   // Cluster events (idle shutdowns, scale-ups, zombies, hook results);
@@ -199,7 +197,7 @@ class JobStore {
   absl::StatusOr<ApiTokenRecord> RevokeToken(int64_t id);
   // ---- end of API tokens ----------------------------------------------
 
- // A borrowed connection, for the transaction helper in job_store.cc.
+  // A borrowed connection, for the transaction helper in job_store.cc.
   class Lease;
 
  private:

@@ -2,11 +2,6 @@
 // test gets a fresh database.
 #include "scheduler/store/job_store.h"
 
-#include <set>
-
-#include "scheduler/store/migrations.h"
-#include "scheduler/store/submit_batcher.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,9 +9,12 @@
 #include <fstream>
 #include <pqxx/pqxx>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/store/migrations.h"
+#include "scheduler/store/submit_batcher.h"
 
 namespace tupa::scheduler {
 namespace {
@@ -81,7 +79,8 @@ TEST_F(JobStoreTest, SubmitThenGetRoundTripsTheSpec) {
   EXPECT_EQ(job->spec().resources().gpus(), 2);
   EXPECT_EQ(job->state(), v1::JOB_STATE_PENDING);
   EXPECT_EQ(job->attempt(), 1);
-  EXPECT_EQ(store_->GetJob(999999).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetJob(999999).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
@@ -106,12 +105,13 @@ TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
 
 TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   auto job = store_->SubmitJob(Spec("f"), "")->job;
-  ASSERT_TRUE(store_->UpsertWorker([] {
-                      v1::Worker w;
-                      w.set_id("worker-1");
-                      w.set_state(v1::WORKER_STATE_UP);
-                      return w;
-                    }())
+  ASSERT_TRUE(store_
+                  ->UpsertWorker([] {
+                    v1::Worker w;
+                    w.set_id("worker-1");
+                    w.set_state(v1::WORKER_STATE_UP);
+                    return w;
+                  }())
                   .ok());
   AllocationRecord a;
   a.worker_id = "worker-1";
@@ -134,9 +134,10 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   EXPECT_EQ(*next, 2);
   // The old attempt's allocation stays open until its node is closed.
   EXPECT_EQ(store_->LoadOpenAllocations()->size(), 1u);
-  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 0,
-                                      (*open)[0].started_at_ms + 3600 * 1000,
-                                      "5.80", "USD")
+  ASSERT_TRUE(store_
+                  ->CloseAllocation(job.id(), 1, 0,
+                                    (*open)[0].started_at_ms + 3600 * 1000,
+                                    "5.80", "USD")
                   .ok());
   EXPECT_TRUE(store_->LoadOpenAllocations()->empty());
   // Results of the old attempt are ignored.
@@ -215,7 +216,8 @@ TEST_F(JobStoreTest, BatcherGroupsConcurrentSubmitsWithoutLosingOrDuplicating) {
   EXPECT_EQ(unique.size(), static_cast<size_t>(kThreads * kEach));
   JobFilter all;
   all.limit = 10000;
-  EXPECT_EQ(store_->ListJobs(all)->size(), static_cast<size_t>(kThreads * kEach));
+  EXPECT_EQ(store_->ListJobs(all)->size(),
+            static_cast<size_t>(kThreads * kEach));
 }
 
 TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {
@@ -231,7 +233,8 @@ TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_EQ(store_->LoadOpenUptime()->size(), 1u);
   ASSERT_TRUE(
-      store_->CloseUptime(*id, u.started_at_ms + 1800 * 1000, "1.25", "USD").ok());
+      store_->CloseUptime(*id, u.started_at_ms + 1800 * 1000, "1.25", "USD")
+          .ok());
   EXPECT_TRUE(store_->LoadOpenUptime()->empty());
   auto totals = store_->UptimeTotals(0, u.started_at_ms + 1);
   ASSERT_TRUE(totals.ok());
@@ -240,8 +243,8 @@ TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {
 }
 
 TEST(JobStoreConnect, UnreachableServerIsUnavailable) {
-  auto store = JobStore::Connect(
-      "postgresql://tupa@127.0.0.1:1/tupa?connect_timeout=2");
+  auto store =
+      JobStore::Connect("postgresql://tupa@127.0.0.1:1/tupa?connect_timeout=2");
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
 }

@@ -2,8 +2,8 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/store_internal.h"
 
@@ -23,7 +23,8 @@ absl::StatusOr<std::string> GroupExpression(const std::string& group_by) {
   if (group_by == "gpu-type") return std::string("a.gpu_type");
   if (group_by == "region") return std::string("a.region");
   if (group_by == "day")
-    return std::string("to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')");
+    return std::string(
+        "to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')");
   if (group_by == "job") return std::string("j.id::text");
   return absl::InvalidArgumentError(
       "group_by: must be team, user, gpu-type, region, day or job");
@@ -43,10 +44,11 @@ absl::StatusOr<std::map<int64_t, JobUsage>> JobStore::GetJobsUsage(
       Acquire(),
       [&](pqxx::work& w) -> absl::StatusOr<std::map<int64_t, JobUsage>> {
         pqxx::result r = w.exec_params(
-            absl::StrCat("SELECT a.job_id, COALESCE(sum(", kGpuSeconds,
-                         "), 0), COALESCE(sum(a.cost)::text, ''), "
-                         "COALESCE(max(a.currency), '') FROM allocations a "
-                         "WHERE a.job_id = ANY($1::bigint[]) GROUP BY a.job_id"),
+            absl::StrCat(
+                "SELECT a.job_id, COALESCE(sum(", kGpuSeconds,
+                "), 0), COALESCE(sum(a.cost)::text, ''), "
+                "COALESCE(max(a.currency), '') FROM allocations a "
+                "WHERE a.job_id = ANY($1::bigint[]) GROUP BY a.job_id"),
             id_array);
         std::map<int64_t, JobUsage> out;
         for (const auto& row : r) {
@@ -119,29 +121,35 @@ absl::StatusOr<CostGroup> JobStore::UptimeTotals(int64_t since_ms,
 }
 
 absl::StatusOr<int64_t> JobStore::OpenUptime(const UptimeRecord& u) {
-  return RunTx<int64_t>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int64_t> {
-    pqxx::result r = w.exec_params(
-        absl::StrCat("INSERT INTO worker_uptime (worker_id, region, gpu_type, "
-                     "offering, gpus, started_at) VALUES ($1, $2, $3, $4, $5, ",
-                     MillisParam(6), ") RETURNING id"),
-        u.worker_id, u.region, u.gpu_type, u.offering, u.gpus, u.started_at_ms);
-    return r[0][0].as<int64_t>();
-  });
+  return RunTx<int64_t>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int64_t> {
+        pqxx::result r = w.exec_params(
+            absl::StrCat(
+                "INSERT INTO worker_uptime (worker_id, region, gpu_type, "
+                "offering, gpus, started_at) VALUES ($1, $2, $3, $4, $5, ",
+                MillisParam(6), ") RETURNING id"),
+            u.worker_id, u.region, u.gpu_type, u.offering, u.gpus,
+            u.started_at_ms);
+        return r[0][0].as<int64_t>();
+      });
 }
 
 absl::Status JobStore::CloseUptime(int64_t id, int64_t ended_at_ms,
                                    const std::string& cost,
                                    const std::string& currency) {
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           w.exec_params(
-               absl::StrCat("UPDATE worker_uptime SET ended_at = GREATEST("
-                            "started_at, ",
-                            MillisParam(2),
-                            "), cost = NULLIF($3, '')::numeric, currency = "
-                            "NULLIF($4, '') WHERE id = $1 AND ended_at IS NULL"),
-               id, ended_at_ms, cost, currency);
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               w.exec_params(
+                   absl::StrCat(
+                       "UPDATE worker_uptime SET ended_at = GREATEST("
+                       "started_at, ",
+                       MillisParam(2),
+                       "), cost = NULLIF($3, '')::numeric, currency = "
+                       "NULLIF($4, '') WHERE id = $1 AND ended_at IS NULL"),
+                   id, ended_at_ms, cost, currency);
+               return true;
+             })
       .status();
 }
 
@@ -179,14 +187,18 @@ absl::Status JobStore::RecordClusterEvent(const std::string& kind,
                                           const std::string& reason,
                                           double idle_seconds,
                                           const std::string& saved_per_hour) {
-  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
-           w.exec_params(
-               "INSERT INTO cluster_events (kind, worker_id, job_id, reason, "
-               "idle_seconds, saved_per_hour) VALUES ($1, NULLIF($2, ''), "
-               "NULLIF($3, 0), $4, $5, NULLIF($6, '')::numeric)",
-               kind, worker_id, job_id, reason, idle_seconds, saved_per_hour);
-           return true;
-         })
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               w.exec_params(
+                   "INSERT INTO cluster_events (kind, worker_id, job_id, "
+                   "reason, "
+                   "idle_seconds, saved_per_hour) VALUES ($1, NULLIF($2, ''), "
+                   "NULLIF($3, 0), $4, $5, NULLIF($6, '')::numeric)",
+                   kind, worker_id, job_id, reason, idle_seconds,
+                   saved_per_hour);
+               return true;
+             })
       .status();
 }
 

@@ -89,7 +89,8 @@ void Agent::Run() {
     }
     const absl::Time began = absl::Now();
     Session();
-    if (absl::Now() - began > absl::Seconds(10)) backoff = absl::Milliseconds(100);
+    if (absl::Now() - began > absl::Seconds(10))
+      backoff = absl::Milliseconds(100);
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
@@ -181,8 +182,9 @@ void Agent::Session() {
     LOG(WARNING) << "stream to scheduler " << options_.scheduler
                  << " ended; reconnecting";
   } else {
-    LOG(ERROR) << "scheduler " << options_.scheduler << " ended the stream: "
-               << status.error_message() << "; retrying";
+    LOG(ERROR) << "scheduler " << options_.scheduler
+               << " ended the stream: " << status.error_message()
+               << "; retrying";
   }
 }
 
@@ -191,7 +193,8 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
     case v1::SchedulerMessage::kWelcome: {
       absl::MutexLock lock(&mu_);
       if (message.welcome().heartbeat_interval_ms() > 0)
-        heartbeat_ = absl::Milliseconds(message.welcome().heartbeat_interval_ms());
+        heartbeat_ =
+            absl::Milliseconds(message.welcome().heartbeat_interval_ms());
       LOG(INFO) << "connected to scheduler " << options_.scheduler << " as "
                 << options_.worker_id;
       break;
@@ -208,7 +211,8 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
     case v1::SchedulerMessage::kExitAck: {
       const v1::NodeExitAck& ack = message.exit_ack();
       absl::MutexLock lock(&mu_);
-      auto it = nodes_.find(NodeKey{ack.job_id(), ack.attempt(), ack.node_rank()});
+      auto it =
+          nodes_.find(NodeKey{ack.job_id(), ack.attempt(), ack.node_rank()});
       if (it == nodes_.end()) break;
       if (it->second.exit_unacked) {
         nodes_.erase(it);
@@ -244,8 +248,8 @@ void Agent::OnShutdown(const std::string& reason) {
           {{"TUPA_WORKER_ID", options_.worker_id},
            {"TUPA_INSTANCE_ID", options_.instance_id},
            {"TUPA_REGION", options_.region},
-           {"TUPA_GPU_TYPE", options_.devices.empty() ? ""
-                                                      : options_.devices[0].gpu_type()},
+           {"TUPA_GPU_TYPE",
+            options_.devices.empty() ? "" : options_.devices[0].gpu_type()},
            {"TUPA_REASON", code},
            {"TUPA_REASON_TEXT", reason}});
       if (s.ok()) {
@@ -313,7 +317,8 @@ void Agent::OnAssign(const v1::Assign& assign) {
     google::protobuf::util::JsonPrintOptions json;
     json.preserve_proto_field_names = true;
     std::string text;
-    (void)google::protobuf::util::MessageToJsonString(assign.spec(), &text, json);
+    (void)google::protobuf::util::MessageToJsonString(assign.spec(), &text,
+                                                      json);
     std::ofstream(plan.spec_file) << text << "\n";
   }
   NodeRunnerOptions run;
@@ -354,7 +359,8 @@ void Agent::OnAssign(const v1::Assign& assign) {
             << run.ranks.size() << " rank(s))";
   Node& node = nodes_[key];
   node.train = assign.spec().has_train();
-  node.devices.assign(assign.device_indexes().begin(), assign.device_indexes().end());
+  node.devices.assign(assign.device_indexes().begin(),
+                      assign.device_indexes().end());
   node.runner = std::make_unique<NodeRunner>(std::move(run));
   node.runner->Start();
 }
@@ -367,7 +373,8 @@ void Agent::OnCancel(const v1::Cancel& cancel) {
       node.runner->Cancel(cancel.reason());
 }
 
-void Agent::OnRankOutput(const NodeKey& key, int rank, const std::string& data) {
+void Agent::OnRankOutput(const NodeKey& key, int rank,
+                         const std::string& data) {
   for (size_t off = 0; off < data.size(); off += kLogChunk) {
     v1::WorkerMessage m;
     v1::LogData* log = m.mutable_log();

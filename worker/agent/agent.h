@@ -48,7 +48,8 @@ struct AgentOptions {
   std::string checkpoint_root;  // shared by workers so attempts can resume
   std::string trainer_path;     // tupa-train
   std::vector<v1::Device> devices;
-  std::vector<std::string> visible_devices;  // the worker's CUDA_VISIBLE_DEVICES
+  std::vector<std::string>
+      visible_devices;  // the worker's CUDA_VISIBLE_DEVICES
   double cpu = 0;
   int64_t memory_bytes = 0;
   absl::Duration kill_grace = absl::Seconds(5);

@@ -48,7 +48,8 @@ bool GroupHasLiveMembers(int pgid) {
     if (close == std::string::npos) continue;
     char state = 0;
     int ppid = 0, pgrp = 0;
-    if (sscanf(line.c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) != 3)
+    if (sscanf(line.c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) !=
+        3)
       continue;
     if (pgrp == pgid && state != 'Z') return true;
   }
@@ -74,7 +75,8 @@ TEST(NodeRunner, AllRanksSucceedAndLogPerRank) {
 
 TEST(NodeRunner, OneFailingRankKillsTheOthers) {
   Result result;
-  NodeRunner runner(Options({{"sh", "-c", "exit 3"}, {"sleep", "300"}}, &result));
+  NodeRunner runner(
+      Options({{"sh", "-c", "exit 3"}, {"sleep", "300"}}, &result));
   runner.Start();
   ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
   EXPECT_EQ(result.code, 3);

@@ -37,13 +37,11 @@ void AddShareEnv(const v1::Assign& assign, double share,
 
 }  // namespace
 
-
 std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
                                    const RankPlanOptions& options) {
   const v1::JobSpec& spec = assign.spec();
   const bool train = spec.has_train();
-  const bool per_node =
-      !train && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
+  const bool per_node = !train && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
   const int devices = assign.device_indexes_size();
   const int local_world = per_node ? 1 : std::max(1, devices);
   // A worker started with CUDA_VISIBLE_DEVICES=2,3 calls those devices 0
@@ -91,8 +89,10 @@ std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
       env["OMP_NUM_THREADS"] = threads;
     }
     if (train) {
-      r.argv = {options.trainer_path, "-f", options.spec_file, "--json",
-                "--backend", options.emulated_devices ? "cpu" : "auto"};
+      r.argv = {
+          options.trainer_path, "-f",
+          options.spec_file,    "--json",
+          "--backend",          options.emulated_devices ? "cpu" : "auto"};
     } else {
       r.argv.assign(spec.command().begin(), spec.command().end());
     }

@@ -20,11 +20,11 @@ struct RankProcess {
 };
 
 struct RankPlanOptions {
-  std::string trainer_path;     // tupa-train, for `train:` jobs
-  std::string spec_file;        // the job spec written for tupa-train
-  std::string checkpoint_dir;   // TUPA_CHECKPOINT_DIR
+  std::string trainer_path;    // tupa-train, for `train:` jobs
+  std::string spec_file;       // the job spec written for tupa-train
+  std::string checkpoint_dir;  // TUPA_CHECKPOINT_DIR
   bool emulated_devices = false;
-  int host_cpus = 1;            // splits BLAS/OpenMP threads among ranks
+  int host_cpus = 1;  // splits BLAS/OpenMP threads among ranks
   // The worker's own CUDA_VISIBLE_DEVICES, split: device index i of the
   // worker is entry i here. Empty: indexes are the host's device numbers.
   std::vector<std::string> visible_devices;

@@ -49,9 +49,13 @@ std::string GpuTypeFromName(const std::string& name, int64_t memory_bytes) {
   std::string type(absl::StripPrefix(
       absl::StripPrefix(absl::StripPrefix(name, "NVIDIA "), "Tesla "),
       "GeForce "));
-  type = absl::StrReplaceAll(
-      type, {{"-SXM4", ""}, {"-SXM5", ""}, {"-SXM", ""}, {"-PCIE", ""},
-             {" PCIe", ""}, {" NVL", ""}, {" ", "-"}});
+  type = absl::StrReplaceAll(type, {{"-SXM4", ""},
+                                    {"-SXM5", ""},
+                                    {"-SXM", ""},
+                                    {"-PCIE", ""},
+                                    {" PCIe", ""},
+                                    {" NVL", ""},
+                                    {" ", "-"}});
   if (type.rfind("A100", 0) == 0 && type.find("GB") == std::string::npos) {
     const double gib = static_cast<double>(memory_bytes) / (1LL << 30);
     type = absl::StrCat("A100-", gib > 60 ? "80GB" : "40GB");
