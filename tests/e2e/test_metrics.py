@@ -75,8 +75,10 @@ class MetricsTest(unittest.TestCase):
                                   capture_output=True, text=True)
             self.assertEqual(proc.returncode, 0,
                              f"{url}: {proc.stdout}{proc.stderr}")
-        sched = fetch(self.urls[0])
-        self.assertEqual(samples(sched, "tupa_jobs").get('{state="running",team="ml"}'), 1.0)
+        # Gauges refresh twice a second: allow a refresh after RUNNING.
+        wait_for(lambda: samples(fetch(self.urls[0]), "tupa_jobs").get(
+                     '{state="running",team="ml"}') == 1.0,
+                 timeout=5, message="tupa_jobs{state=running,team=ml} == 1")
 
     def test_2_cli_shows_the_numbers_the_metrics_carry(self):
         c = self.c
