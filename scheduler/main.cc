@@ -9,7 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "common/flag_names.h"
+#include "common/daemon.h"
 #include "common/logging.h"
 #include "common/quantity.h"
 #include "scheduler/service/server.h"
@@ -43,16 +43,8 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: require client certificates signed by it (mTLS)");
 
 int main(int argc, char** argv) {
-  // Block SIGTERM/SIGINT in every thread; main waits for them with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  absl::SetProgramUsageMessage("tupa-scheduler: accepts and places jobs");
-  tupa::NormalizeFlagNames(argc, argv);
-  absl::ParseCommandLine(argc, argv);
-  tupa::InitLogging(argv[0]);
+  sigset_t signals =
+      tupa::StartDaemon(argc, argv, "tupa-scheduler: accepts and places jobs");
 
   tupa::scheduler::SchedulerServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);

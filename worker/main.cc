@@ -16,7 +16,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/flag_names.h"
+#include "common/daemon.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "worker/agent/agent.h"
@@ -80,15 +80,8 @@ int64_t HostMemory() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  absl::SetProgramUsageMessage("tupa-worker: runs ranks of jobs on this host");
-  tupa::NormalizeFlagNames(argc, argv);
-  absl::ParseCommandLine(argc, argv);
-  tupa::InitLogging(argv[0]);
+  sigset_t signals = tupa::StartDaemon(
+      argc, argv, "tupa-worker: runs ranks of jobs on this host");
 
   tupa::worker::DeviceOptions devices;
   devices.emulated_gpus = absl::GetFlag(FLAGS_emulated_gpus);

@@ -1,0 +1,25 @@
+#include "common/daemon.h"
+
+#include <pthread.h>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/flag_names.h"
+#include "common/logging.h"
+
+namespace tupa {
+
+sigset_t StartDaemon(int argc, char** argv, const char* usage) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  absl::SetProgramUsageMessage(usage);
+  NormalizeFlagNames(argc, argv);
+  absl::ParseCommandLine(argc, argv);
+  InitLogging(argv[0]);
+  return signals;
+}
+
+}  // namespace tupa

@@ -1,0 +1,17 @@
+// Start-up shared by the daemons (tupa-scheduler, tupa-worker).
+#ifndef TUPA_COMMON_DAEMON_H_
+#define TUPA_COMMON_DAEMON_H_
+
+#include <signal.h>
+
+namespace tupa {
+
+// Blocks SIGTERM and SIGINT in this thread and every thread started later
+// (main then waits for them with sigwait on the returned set), accepts
+// dashed flag names, parses the absl flags and sets up logging. Call first
+// in main().
+sigset_t StartDaemon(int argc, char** argv, const char* usage);
+
+}  // namespace tupa
+
+#endif  // TUPA_COMMON_DAEMON_H_
