@@ -51,20 +51,16 @@ demo: build
 fuzz: deps
 	@tests/fuzz_smoke.sh --seconds 60 --build-dir $(abspath $(BUILD_DIR))-fuzz
 
-# Runs every executable file under bench/ (scripts) and every binary with
-# "bench" in its name that the build put in $(BUILD_DIR)/bin, in name order.
-# Those with "gpu" in their name run only where nvidia-smi lists a GPU.
+# The benchmarks of BENCHMARKS.md, each printing JSON lines (see
+# bench/README.md); the GPU script runs only where nvidia-smi lists a GPU.
 bench: build
-	@found=0; status=0; \
-	for b in $$(find bench -type f -perm -u+x 2>/dev/null | sort) \
-	         $$(find $(BUILD_DIR)/bin -maxdepth 1 -type f -perm -u+x \
-	              -name '*bench*' 2>/dev/null | sort); do \
-	  case $$b in /*) ;; *) b=./$$b ;; esac; \
-	  case $${b##*/} in *gpu*) nvidia-smi -L >/dev/null 2>&1 \
-	    || { echo "==> $$b: skipped (no GPU)"; continue; } ;; esac; \
-	  found=1; echo "==> $$b"; "$$b" || { status=1; echo "FAILED: $$b"; }; \
-	done; \
-	[ $$found = 1 ] || echo "bench: no benchmarks yet (bench/ scripts or $(BUILD_DIR)/bin/*bench*)"; \
+	@status=0; \
+	run() { echo "==> $$*"; "$$@" || { status=1; echo "FAILED: $$*"; }; }; \
+	run /usr/bin/python3 bench/trainer_cpu.py; \
+	run bench/submit.sh; \
+	run $(BUILD_DIR)/bin/tupa-bench-placement; \
+	if nvidia-smi -L >/dev/null 2>&1; then run bench/gpu_check.sh; \
+	else echo "==> bench/gpu_check.sh: skipped (no GPU)"; fi; \
 	exit $$status
 
 fmt:
