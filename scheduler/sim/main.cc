@@ -2,6 +2,7 @@
 //   tupa-sim inflation --nodes N.csv --pods P.csv [--seeds 10]
 //                      [--policy firstfit|bestfit|tupa] [--stop-ratio 1.3]
 //   tupa-sim replay --jobs J.csv --nodes N.csv [--arrival-speedup X]
+//                   [--tupa-mix arrived|pending]
 //                   [--policy P] [--pricing F] [--idle-policy F]
 // Prints one JSON object on stdout. Exit 2 on bad usage, 1 on bad input.
 #include <cstdio>
@@ -26,7 +27,7 @@ int Usage(const std::string& why) {
                "usage: tupa-sim inflation --nodes N.csv --pods P.csv "
                "[--seeds 10] [--policy firstfit|bestfit|tupa]\n"
                "       tupa-sim replay --jobs J.csv --nodes N.csv "
-               "[--arrival-speedup X] [--policy P]\n",
+               "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n",
                why.c_str());
   return 2;
 }
@@ -91,6 +92,15 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
        o.arrival_speedup <= 0)) {
     return Usage("--arrival-speedup must be positive");
   }
+  if (flags.count("tupa-mix")) {
+    if (flags["tupa-mix"] == "arrived") {
+      o.mix_from_arrivals = true;
+    } else if (flags["tupa-mix"] == "pending") {
+      o.mix_from_arrivals = false;
+    } else {
+      return Usage("--tupa-mix must be arrived or pending");
+    }
+  }
   if (!flags.count("nodes") || !flags.count("jobs")) {
     return Usage("replay needs --jobs and --nodes");
   }
@@ -112,10 +122,12 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
       "\"jobs\": %d, \"started\": %d, \"never_fit\": %d, "
       "\"avg_jct_s\": %.1f, \"p95_jct_s\": %.1f, \"avg_wait_s\": %.1f, "
       "\"p95_wait_s\": %.1f, \"makespan_s\": %.1f, "
-      "\"gpu_utilisation\": %.4f, \"passes\": %d%s}\n",
+      "\"gpu_utilisation\": %.4f, \"arrival_window_utilisation\": %.4f, "
+      "\"passes\": %d%s}\n",
       flags["policy"].c_str(), o.arrival_speedup, r.jobs, r.finished,
       r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s, r.p95_wait_s,
-      r.makespan_s, r.gpu_utilisation, r.passes, extra.c_str());
+      r.makespan_s, r.gpu_utilisation, r.arrival_window_utilisation, r.passes,
+      extra.c_str());
   return 0;
 }
 

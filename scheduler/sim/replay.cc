@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <queue>
 #include <unordered_map>
 #include <utility>
@@ -89,6 +91,18 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
   double gpu_seconds = 0;
   int64_t first_ms = jobs.empty() ? 0 : arrival_ms(order[0]);
   int64_t last_ms = first_ms;
+  const int64_t last_arrival_ms =
+      jobs.empty() ? 0 : arrival_ms(order[order.size() - 1]);
+  double alloc_gpus = 0;       // GPUs held by running jobs
+  double window_gpu_ms = 0;    // integral of alloc_gpus in the arrival window
+  int64_t prev_ms = first_ms;
+  // Arrived request shapes, merged: key -> index into popt.request_mix.
+  using ShapeKey =
+      std::tuple<double, double, int64_t, std::vector<std::string>>;
+  std::map<ShapeKey, size_t> shape_index;
+  const bool arrival_mix =
+      options.mix_from_arrivals &&
+      options.policy == scheduler::PlacementOptions::Policy::kTupa;
   size_t next = 0;
   scheduler::PlacementOptions popt;
   popt.policy = options.policy;
@@ -97,10 +111,17 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
   while (next < order.size() || !ends.empty()) {
     int64_t now = ends.empty() ? arrival_ms(order[next]) : ends.top().first;
     if (next < order.size()) now = std::min(now, arrival_ms(order[next]));
+    {
+      const int64_t a = std::max(prev_ms, first_ms);
+      const int64_t b = std::min(now, last_arrival_ms);
+      if (b > a) window_gpu_ms += alloc_gpus * static_cast<double>(b - a);
+      prev_ms = now;
+    }
     while (!ends.empty() && ends.top().first <= now) {
       const int64_t id = ends.top().second;
       ends.pop();
       cluster.Change(running.at(id), where.at(id), +1);
+      alloc_gpus -= running.at(id).gpus;
       running.erase(id);
       where.erase(id);
       last_ms = std::max(last_ms, now);
@@ -116,6 +137,16 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
       r.cpu = p.cpu_milli / 1000.0;
       r.memory = p.memory_mib << 20;
       r.max_runtime_s = std::max<int64_t>(1, p.duration_s);
+      if (arrival_mix) {
+        ShapeKey key{r.gpus, r.cpu, r.memory, r.gpu_types};
+        auto [it, fresh] =
+            shape_index.emplace(key, popt.request_mix.size());
+        if (fresh) {
+          popt.request_mix.push_back(
+              {r.gpus, r.cpu, r.memory, r.gpu_types, 0.0});
+        }
+        popt.request_mix[it->second].weight += 1.0;
+      }
       pending.push_back(std::move(r));
       ++result.jobs;
     }
@@ -147,6 +178,7 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
         }
         run.device_indexes = it->second->nodes[0].device_indexes;
         cluster.Change(run, *it->second, -1);
+        alloc_gpus += run.gpus;
         where[r.job_id] = *it->second;
         running[r.job_id] = run;
         ends.push({run.expected_end_ms, r.job_id});
@@ -174,6 +206,11 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
   result.makespan_s = (last_ms - first_ms) / 1000.0;
   if (result.makespan_s > 0 && cluster.gpus() > 0) {
     result.gpu_utilisation = gpu_seconds / (cluster.gpus() * result.makespan_s);
+  }
+  if (last_arrival_ms > first_ms && cluster.gpus() > 0) {
+    result.arrival_window_utilisation =
+        window_gpu_ms /
+        (cluster.gpus() * static_cast<double>(last_arrival_ms - first_ms));
   }
   return result;
 }

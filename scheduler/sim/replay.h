@@ -17,6 +17,12 @@ struct ReplayOptions {
   scheduler::PlacementOptions::Policy policy =
       scheduler::PlacementOptions::Policy::kTupa;
   double arrival_speedup = 1;
+  // kTupa only. true: the request mix of every pass is built from all jobs
+  // that have arrived so far (one unit of weight per arrival, merged by
+  // shape), i.e. the workload's popularity as seen up to now, as inflation
+  // does with the whole trace. false: PlaceJobs derives it from the pass's
+  // pending jobs (its default when request_mix is empty).
+  bool mix_from_arrivals = true;
 };
 
 struct ReplayResult {
@@ -27,6 +33,11 @@ struct ReplayResult {
   double avg_wait_s = 0, p95_wait_s = 0;
   double makespan_s = 0;
   double gpu_utilisation = 0;  // GPU-seconds used / (GPUs x makespan)
+  // Time-averaged share of GPUs allocated over the arrival window, i.e.
+  // integral of allocated GPUs over [first arrival, last arrival] /
+  // (GPUs x (last arrival - first arrival)). Leaves out the drain after
+  // the last arrival (and so the long tail of the longest pod).
+  double arrival_window_utilisation = 0;
   int passes = 0;              // PlaceJobs calls
 };
 

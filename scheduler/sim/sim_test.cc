@@ -122,6 +122,28 @@ TEST(Replay, QueuesWhenTheClusterIsFull) {
   EXPECT_DOUBLE_EQ(r.avg_jct_s, 120);  // (100 + 140) / 2
   EXPECT_DOUBLE_EQ(r.makespan_s, 150);
   EXPECT_NEAR(r.gpu_utilisation, 250.0 / 300.0, 1e-9);
+  // Arrivals span [0, 20]: a holds 2 of 2 GPUs throughout.
+  EXPECT_NEAR(r.arrival_window_utilisation, 1.0, 1e-9);
+}
+
+TEST(Replay, ArrivalWindowLeavesOutTheDrain) {
+  auto nodes =
+      *NodesFromCsv(*ParseCsv("sn,cpu_milli,memory_mib,gpu,model\n"
+                              "n0,64000,262144,4,T4\n"));
+  auto jobs = *PodsFromCsv(
+      *ParseCsv("job_id,submit_time_s,duration_s,num_gpus,gpu_type,user\n"
+                "a,0,1000,1,,u\n"
+                "b,50,10,2,,u\n"
+                "c,100,10,1,,u\n"));
+  for (bool arrived : {true, false}) {
+    ReplayOptions o;
+    o.mix_from_arrivals = arrived;
+    ReplayResult r = RunReplay(nodes, jobs, o);
+    EXPECT_EQ(r.finished, 3);
+    EXPECT_DOUBLE_EQ(r.avg_wait_s, 0);
+    // Window [0, 100] s on 4 GPUs: a 1 x 100 + b 2 x 10 = 120 GPU-s.
+    EXPECT_NEAR(r.arrival_window_utilisation, 120.0 / 400.0, 1e-9);
+  }
 }
 
 }  // namespace
