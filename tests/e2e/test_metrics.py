@@ -113,9 +113,13 @@ class MetricsTest(unittest.TestCase):
         table = c.cli("workers")
         self.assertIn("UTIL", table.stdout)
         # `tupa get` and the scheduler's training gauges: the same step.
-        step_metric = samples(fetch(self.urls[0]), "tupa_training_step")
-        step_cli = c.get_job(self.job_id)["progress"]["step"]
         key = f'{{job_id="{self.job_id}",team="ml"}}'
+        # Gauges are rebuilt twice a second from the scheduler's view.
+        step_metric = wait_for(
+            lambda: (lambda m: m if key in m else None)(
+                samples(fetch(self.urls[0]), "tupa_training_step")),
+            timeout=10, message=f"tupa_training_step{key}")
+        step_cli = c.get_job(self.job_id)["progress"]["step"]
         self.assertIn(key, step_metric)
         self.assertLessEqual(step_metric[key], int(step_cli))
 
