@@ -185,6 +185,8 @@ class SchedulerCore {
                                               const std::string& gpu_type,
                                               const std::string& offering);
   pricing::Money CostOf(const Alloc& alloc, absl::Time end);
+  // Cost of the worker's open uptime span up to `end`; zero when unpriced.
+  pricing::Money UptimeCost(const WorkerEntry& worker, absl::Time end);
   // Ends an allocation at `end`: prices it, records it, adds to its job.
   void CloseAlloc(const AllocKey& key, const Alloc& alloc, absl::Time end)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -40,6 +40,15 @@ Money SchedulerCore::CostOf(const Alloc& alloc, absl::Time end) {
   return *cost;
 }
 
+Money SchedulerCore::UptimeCost(const WorkerEntry& worker, absl::Time end) {
+  if (!worker.price) return Money();
+  Alloc whole;  // all of the worker's devices since up_since, priced as a job
+  whole.price = worker.price;
+  whole.gpus = worker.info.devices_size();
+  whole.started = worker.up_since;
+  return CostOf(whole, end);
+}
+
 void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                                absl::Time end) {
   const auto [job_id, attempt, node] = key;
@@ -93,11 +102,7 @@ void SchedulerCore::CloseUptime(WorkerEntry& worker, absl::Time end) {
   if (worker.uptime_id == 0) return;
   std::string cost, currency;
   if (worker.price) {
-    Alloc whole;  // the worker's devices for the span, priced like a job
-    whole.price = worker.price;
-    whole.gpus = worker.info.devices_size();
-    whole.started = worker.up_since;
-    cost = CostOf(whole, end).ToString();
+    cost = UptimeCost(worker, end).ToString();
     currency = options_.pricing->currency();
   }
   auto write = [store = store_, id = worker.uptime_id,
@@ -345,13 +350,7 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
       const absl::Time end = std::min(now, until);
       uptime_seconds +=
           w.info.devices_size() * absl::ToDoubleSeconds(end - w.up_since);
-      if (w.price) {
-        Alloc whole;
-        whole.price = w.price;
-        whole.gpus = w.info.devices_size();
-        whole.started = w.up_since;
-        uptime_cost += CostOf(whole, end);
-      }
+      uptime_cost += UptimeCost(w, end);
     }
   }
   v1::CostReport report;
