@@ -150,7 +150,12 @@ void ClusterState::SetRequestMix(const std::vector<RequestShape>& mix,
     auto d = MakeDemand(r.gpus, r.cpu, r.memory, r.gpu_types, 1);
     if (d.has_value()) shapes.push_back({*d, r.weight});
   }
-  frag_ = FragModel(std::move(shapes), max_shapes);
+  std::vector<int64_t> supply(num_types(), 0);
+  for (const Pool& pool : pools_) {
+    if (pool.type_id < 0 || !nodes_[pool.node].schedulable) continue;
+    for (int c : pool.capacity) supply[pool.type_id] += c;
+  }
+  frag_ = FragModel(std::move(shapes), max_shapes, supply);
 }
 
 bool ClusterState::FitsOnNode(const Demand& demand, int node,

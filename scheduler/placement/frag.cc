@@ -6,7 +6,8 @@
 
 namespace tupa::scheduler {
 
-FragModel::FragModel(std::vector<Shape> shapes, int max_shapes) {
+FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
+                     const std::vector<int64_t>& type_supply) {
   std::map<std::tuple<int, int, int64_t, int64_t, uint64_t>, double> merged;
   for (const Shape& s : shapes) {
     if (s.demand.milli <= 0 || s.demand.count <= 0 || s.weight <= 0) continue;
@@ -34,6 +35,29 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes) {
                    [](const Shape& a, const Shape& b) {
                      return a.demand.milli < b.demand.milli;
                    });
+  const int types = std::min<int>(type_supply.size(), 64);
+  int64_t supply_total = 0;
+  for (int t = 0; t < types; ++t) supply_total += type_supply[t];
+  reject_weight_.assign(64, 0.0);
+  for (int t = 0; t < 64; ++t) {
+    double accepted = 0;  // sum(w_s, s accepts t), per-supply when known
+    for (const Shape& s : shapes_) {
+      if (!((s.demand.types >> t) & 1)) continue;
+      if (supply_total == 0) {
+        accepted += s.weight;
+        continue;
+      }
+      int64_t usable = 0;
+      for (int u = 0; u < types; ++u) {
+        if ((s.demand.types >> u) & 1) usable += type_supply[u];
+      }
+      if (usable > 0) {
+        accepted += s.weight * static_cast<double>(supply_total) /
+                    static_cast<double>(usable);
+      }
+    }
+    reject_weight_[t] = 1.0 - accepted;
+  }
 }
 
 double FragModel::Frag(const int* sorted_free, int n, int type_id,
@@ -48,15 +72,16 @@ double FragModel::Frag(const int* sorted_free, int n, int type_id,
   int64_t below = 0;  // sum of free below the split
   for (const Shape& s : shapes_) {
     const Demand& d = s.demand;
+    if (!(d.types & type_bit)) continue;  // counted in reject_weight_
     while (split < n && sorted_free[split] < d.milli) {
       below += sorted_free[split];
       ++split;
     }
-    const bool fits = (d.types & type_bit) != 0 && n - split >= d.count &&
-                      cpu_free >= d.cpu_milli && memory_free >= d.memory;
+    const bool fits = n - split >= d.count && cpu_free >= d.cpu_milli &&
+                      memory_free >= d.memory;
     frag += s.weight * static_cast<double>(fits ? below : total);
   }
-  return frag;
+  return frag + reject_weight_[type_id] * static_cast<double>(total);
 }
 
 }  // namespace tupa::scheduler

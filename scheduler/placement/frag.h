@@ -7,6 +7,19 @@
 // The kTupa policy places a job where this expectation grows least, on
 // FGD's integer 0..100 scale (FragScore in cluster_state.cc), ties by best
 // fit.
+//
+// Type pressure (tupa's change to FGD). In FGD the shapes that do not
+// accept a pool's GPU type count all its free capacity as fragment, with
+// coefficient sum(w_s, s rejects t). Consuming a pool's GPUs therefore
+// "removes fragment" fastest on the type the fewest shapes accept, however
+// small that type's supply: flexible jobs flood a scarce type and the jobs
+// that can run only there queue behind them (the openb replay, where 5 of
+// 7 models are asked for by name). With the cluster's capacity per type,
+// the coefficient becomes 1 - sum(w_s * S / S(types of s), s accepts t),
+// S the total capacity: each shape's demand is spread over the supply it
+// can use, so a type counts as "wanted" in proportion to the demand per
+// GPU it carries. Shapes that accept every type weigh w_s on every type
+// either way, and with equal supplies per type this is FGD's coefficient.
 // Immutable after construction; thread-compatible.
 #ifndef TUPA_SCHEDULER_PLACEMENT_FRAG_H_
 #define TUPA_SCHEDULER_PLACEMENT_FRAG_H_
@@ -29,7 +42,10 @@ class FragModel {
   // Keeps shapes that ask for GPUs (CPU-only ones add the same amount to
   // every candidate), merges duplicates, keeps the `max_shapes` heaviest and
   // normalises weights to sum 1.
-  FragModel(std::vector<Shape> shapes, int max_shapes);
+  // `type_supply[t]`: total GPU capacity (any unit) of type id t; empty
+  // keeps FGD's plain type term.
+  FragModel(std::vector<Shape> shapes, int max_shapes,
+            const std::vector<int64_t>& type_supply = {});
 
   bool empty() const { return shapes_.empty(); }
 
@@ -39,6 +55,9 @@ class FragModel {
 
  private:
   std::vector<Shape> shapes_;  // sorted by demand.milli ascending
+  // Per type id: the weight with which a pool's whole free capacity counts
+  // as fragment for the shapes that reject its type.
+  std::vector<double> reject_weight_;
 };
 
 }  // namespace tupa::scheduler

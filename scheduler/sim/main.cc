@@ -2,17 +2,32 @@
 //   tupa-sim inflation --nodes N.csv --pods P.csv [--seeds 10]
 //                      [--policy firstfit|bestfit|tupa] [--stop-ratio 1.3]
 //   tupa-sim replay --jobs J.csv --nodes N.csv [--arrival-speedup X]
-//                   [--tupa-mix arrived|pending]
+//                   [--tupa-mix arrived|pending] [--node-fraction F]
 //                   [--policy P] [--pricing F] [--idle-policy F]
+//                   [--region R] [--offering O] [--start RFC3339]
+//                   [--boot-time D]
+//   --pricing: a price catalog (scheduler/pricing/price_catalog.h); nodes
+//   are priced as region x their GPU model x offering. --idle-policy: a
+//   scheduler config with idle_shutdown / scale_up sections
+//   (scheduler/idle/policy.h). Replay time 0 is --start (default Monday
+//   2026-01-05 00:00 in Sao Paulo), so off-peak windows apply.
 // Prints one JSON object on stdout. Exit 2 on bad usage, 1 on bad input.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "scheduler/idle/policy.h"
+#include "scheduler/pricing/price_catalog.h"
 #include "scheduler/sim/inflation.h"
 #include "scheduler/sim/replay.h"
 #include "scheduler/sim/traces.h"
@@ -22,13 +37,17 @@ namespace {
 using Policy = tupa::scheduler::PlacementOptions::Policy;
 
 int Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "tupa-sim: %s\n"
-               "usage: tupa-sim inflation --nodes N.csv --pods P.csv "
-               "[--seeds 10] [--policy firstfit|bestfit|tupa]\n"
-               "       tupa-sim replay --jobs J.csv --nodes N.csv "
-               "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "tupa-sim: %s\n"
+      "usage: tupa-sim inflation --nodes N.csv --pods P.csv "
+      "[--seeds 10] [--policy firstfit|bestfit|tupa]\n"
+      "       tupa-sim replay --jobs J.csv --nodes N.csv "
+      "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n"
+      "         [--node-fraction F] [--pricing F] [--idle-policy F] "
+      "[--region R]\n"
+      "         [--offering O] [--start RFC3339] [--boot-time 3m]\n",
+      why.c_str());
   return 2;
 }
 
@@ -84,6 +103,59 @@ int Inflation(std::map<std::string, std::string>& flags, Policy policy) {
   return 0;
 }
 
+absl::StatusOr<std::string> ReadWholeFile(const std::string& flag,
+                                          const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("--" + flag + ": cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The money and idle-policy flags of replay. InvalidArgument starting with
+// "--" for bad usage; errors inside a file name the file.
+absl::Status ParseFleetFlags(std::map<std::string, std::string>& flags,
+                             tupa::sim::FleetOptions* fleet) {
+  if (flags.count("pricing")) {
+    auto text = ReadWholeFile("pricing", flags["pricing"]);
+    if (!text.ok()) return text.status();
+    auto catalog = tupa::pricing::PriceCatalog::Parse(*text);
+    if (!catalog.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags["pricing"], ": ", catalog.status().message()));
+    }
+    fleet->pricing = *std::move(catalog);
+  }
+  if (flags.count("idle-policy")) {
+    auto text = ReadWholeFile("idle-policy", flags["idle-policy"]);
+    if (!text.ok()) return text.status();
+    auto policy = tupa::scheduler::idle::ParseIdlePolicyYaml(*text);
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flags["idle-policy"], ": ", policy.status().message()));
+    }
+    fleet->idle = *std::move(policy);
+  }
+  if (flags.count("region")) fleet->region = flags["region"];
+  if (flags.count("offering")) fleet->offering = flags["offering"];
+  if (flags.count("start")) {
+    std::string err;
+    if (!absl::ParseTime(absl::RFC3339_full, flags["start"], &fleet->epoch,
+                         &err)) {
+      return absl::InvalidArgumentError("--start: not an RFC 3339 time: " +
+                                        flags["start"]);
+    }
+  }
+  if (flags.count("boot-time") &&
+      (!absl::ParseDuration(flags["boot-time"], &fleet->boot_time) ||
+       fleet->boot_time < absl::ZeroDuration())) {
+    return absl::InvalidArgumentError(
+        "--boot-time: not a non-negative duration (e.g. 3m): " +
+        flags["boot-time"]);
+  }
+  return absl::OkStatus();
+}
+
 int Replay(std::map<std::string, std::string>& flags, Policy policy) {
   tupa::sim::ReplayOptions o;
   o.policy = policy;
@@ -104,30 +176,51 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
   if (!flags.count("nodes") || !flags.count("jobs")) {
     return Usage("replay needs --jobs and --nodes");
   }
-  // The pricing and idle libraries do not exist yet: say so, do not guess.
-  std::string extra;
-  for (const char* f : {"pricing", "idle-policy"}) {
-    if (flags.count(f)) {
-      std::fprintf(stderr, "tupa-sim: --%s: not yet supported (ignored)\n", f);
-      extra += absl::StrFormat(", \"%s\": \"not yet supported\"", f);
-    }
+  if (absl::Status s = ParseFleetFlags(flags, &o.fleet); !s.ok()) {
+    return s.code() == absl::StatusCode::kInvalidArgument &&
+                   !absl::StartsWith(s.message(), "--")
+               ? Fail(s)
+               : Usage(std::string(s.message()));
   }
   auto nodes = tupa::sim::LoadNodes(flags["nodes"]);
   if (!nodes.ok()) return Fail(nodes.status());
+  double node_fraction = 1;
+  if (flags.count("node-fraction") &&
+      (!absl::SimpleAtod(flags["node-fraction"], &node_fraction) ||
+       !(node_fraction > 0 && node_fraction <= 1))) {
+    return Usage("--node-fraction must be in (0, 1]");
+  }
+  if (node_fraction < 1) *nodes = tupa::sim::SampleNodes(*nodes, node_fraction);
   auto jobs = tupa::sim::LoadPods(flags["jobs"]);
   if (!jobs.ok()) return Fail(jobs.status());
-  auto r = tupa::sim::RunReplay(*nodes, *jobs, o);
+  auto replay = tupa::sim::RunReplay(*nodes, *jobs, o);
+  if (!replay.ok()) return Fail(replay.status());
+  const tupa::sim::ReplayResult& r = *replay;
+  std::string extra = absl::StrFormat(
+      ", \"unstarted\": %d, \"shutdowns\": %d, \"boots\": %d, "
+      "\"node_hours\": %.1f",
+      r.unstarted, r.fleet.shutdowns, r.fleet.boots, r.fleet.node_hours);
+  if (!r.fleet.currency.empty()) {
+    absl::StrAppendFormat(
+        &extra,
+        ", \"currency\": \"%s\", \"cost\": %s, \"fleet_cost\": %s, "
+        "\"idle_cost\": %s",
+        r.fleet.currency, r.fleet.job_cost.RoundTo(2).ToString(),
+        r.fleet.fleet_cost.RoundTo(2).ToString(),
+        r.fleet.idle_cost.RoundTo(2).ToString());
+  }
   std::printf(
       "{\"mode\": \"replay\", \"policy\": \"%s\", \"arrival_speedup\": %g, "
+      "\"nodes\": %zu, "
       "\"jobs\": %d, \"started\": %d, \"never_fit\": %d, "
       "\"avg_jct_s\": %.1f, \"p95_jct_s\": %.1f, \"avg_wait_s\": %.1f, "
       "\"p95_wait_s\": %.1f, \"makespan_s\": %.1f, "
       "\"gpu_utilisation\": %.4f, \"arrival_window_utilisation\": %.4f, "
       "\"passes\": %d%s}\n",
-      flags["policy"].c_str(), o.arrival_speedup, r.jobs, r.finished,
-      r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s, r.p95_wait_s,
-      r.makespan_s, r.gpu_utilisation, r.arrival_window_utilisation, r.passes,
-      extra.c_str());
+      flags["policy"].c_str(), o.arrival_speedup, nodes->size(), r.jobs,
+      r.finished, r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s,
+      r.p95_wait_s, r.makespan_s, r.gpu_utilisation,
+      r.arrival_window_utilisation, r.passes, extra.c_str());
   return 0;
 }
 

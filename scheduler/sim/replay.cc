@@ -4,8 +4,8 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <tuple>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -39,6 +39,7 @@ class Cluster {
     }
   }
   const std::vector<NodeView>& nodes() const { return nodes_; }
+  std::vector<NodeView>* mutable_nodes() { return &nodes_; }
   double gpus() const { return gpus_; }
 
   // sign -1 takes, +1 gives back.
@@ -67,11 +68,18 @@ class Cluster {
 
 }  // namespace
 
-ReplayResult RunReplay(const std::vector<NodeView>& nodes,
-                       const std::vector<PodSpec>& jobs,
-                       const ReplayOptions& options) {
+absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
+                                       const std::vector<PodSpec>& jobs,
+                                       const ReplayOptions& options) {
   ReplayResult result;
-  Cluster cluster(nodes);
+  auto fleet_or = Fleet::Create(nodes, options.fleet);
+  if (!fleet_or.ok()) return fleet_or.status();
+  Fleet& fleet = **fleet_or;
+  std::vector<NodeView> priced = nodes;
+  for (size_t i = 0; i < priced.size(); ++i) {
+    priced[i].price_per_gpu_hour = fleet.PriceAtEpoch(static_cast<int>(i));
+  }
+  Cluster cluster(std::move(priced));
   std::vector<size_t> order(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -93,8 +101,8 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
   int64_t last_ms = first_ms;
   const int64_t last_arrival_ms =
       jobs.empty() ? 0 : arrival_ms(order[order.size() - 1]);
-  double alloc_gpus = 0;       // GPUs held by running jobs
-  double window_gpu_ms = 0;    // integral of alloc_gpus in the arrival window
+  double alloc_gpus = 0;     // GPUs held by running jobs
+  double window_gpu_ms = 0;  // integral of alloc_gpus in the arrival window
   int64_t prev_ms = first_ms;
   // Arrived request shapes, merged: key -> index into popt.request_mix.
   using ShapeKey =
@@ -108,8 +116,11 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
   popt.policy = options.policy;
   popt.max_estimates = 0;
 
-  while (next < order.size() || !ends.empty()) {
-    int64_t now = ends.empty() ? arrival_ms(order[next]) : ends.top().first;
+  fleet.Start(first_ms);
+  while (next < order.size() || !ends.empty() ||
+         (!pending.empty() && fleet.NextWakeMs() != kNever)) {
+    int64_t now = fleet.NextWakeMs();
+    if (!ends.empty()) now = std::min(now, ends.top().first);
     if (next < order.size()) now = std::min(now, arrival_ms(order[next]));
     {
       const int64_t a = std::max(prev_ms, first_ms);
@@ -121,6 +132,7 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
       const int64_t id = ends.top().second;
       ends.pop();
       cluster.Change(running.at(id), where.at(id), +1);
+      fleet.OnJobEnd(where.at(id));
       alloc_gpus -= running.at(id).gpus;
       running.erase(id);
       where.erase(id);
@@ -137,10 +149,16 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
       r.cpu = p.cpu_milli / 1000.0;
       r.memory = p.memory_mib << 20;
       r.max_runtime_s = std::max<int64_t>(1, p.duration_s);
+      ++result.jobs;
+      // Judged on the whole fleet: stopped nodes do not make a job unfit.
+      const auto verdict = scheduler::CheckEverFits(nodes, r);
+      if (verdict != scheduler::PendingReason::kNone) {
+        ++result.never_fit;
+        continue;
+      }
       if (arrival_mix) {
         ShapeKey key{r.gpus, r.cpu, r.memory, r.gpu_types};
-        auto [it, fresh] =
-            shape_index.emplace(key, popt.request_mix.size());
+        auto [it, fresh] = shape_index.emplace(key, popt.request_mix.size());
         if (fresh) {
           popt.request_mix.push_back(
               {r.gpus, r.cpu, r.memory, r.gpu_types, 0.0});
@@ -148,9 +166,12 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
         popt.request_mix[it->second].weight += 1.0;
       }
       pending.push_back(std::move(r));
-      ++result.jobs;
     }
-    if (pending.empty()) continue;
+    fleet.CompleteBoots(now, cluster.mutable_nodes());
+    if (pending.empty()) {
+      fleet.RunPolicy(now, cluster.mutable_nodes(), pending);
+      continue;
+    }
     std::vector<RunningJob> views;
     views.reserve(running.size());
     for (const auto& [id, r] : running) views.push_back(r);
@@ -178,6 +199,7 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
         }
         run.device_indexes = it->second->nodes[0].device_indexes;
         cluster.Change(run, *it->second, -1);
+        fleet.OnJobStart(*it->second, r.gpus, now, run.expected_end_ms);
         alloc_gpus += run.gpus;
         where[r.job_id] = *it->second;
         running[r.job_id] = run;
@@ -189,16 +211,14 @@ ReplayResult RunReplay(const std::vector<NodeView>& nodes,
         last_ms = std::max(last_ms, run.expected_end_ms);
         continue;
       }
-      const auto reason = plan.pending[r.job_id].reason;
-      if (reason == scheduler::PendingReason::kNeverFits ||
-          reason == scheduler::PendingReason::kNoSuchGpuType) {
-        ++result.never_fit;
-        continue;
-      }
       still.push_back(std::move(r));
     }
     pending = std::move(still);
+    // The idle policy sees the pending jobs this pass left.
+    fleet.RunPolicy(now, cluster.mutable_nodes(), pending);
   }
+  result.unstarted = static_cast<int>(pending.size());
+  result.fleet = fleet.Finish(last_ms);
   result.avg_jct_s = Mean(jct);
   result.p95_jct_s = P95(jct);
   result.avg_wait_s = Mean(wait);

@@ -8,7 +8,9 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "scheduler/placement/placement.h"
+#include "scheduler/sim/replay_fleet.h"
 #include "scheduler/sim/traces.h"
 
 namespace tupa::sim {
@@ -23,12 +25,15 @@ struct ReplayOptions {
   // does with the whole trace. false: PlaceJobs derives it from the pass's
   // pending jobs (its default when request_mix is empty).
   bool mix_from_arrivals = true;
+  // Prices, the idle policy and the epoch of replay time 0.
+  FleetOptions fleet;
 };
 
 struct ReplayResult {
   int jobs = 0;
   int finished = 0;
   int never_fit = 0;  // refused: larger than any node, unknown type
+  int unstarted = 0;  // still pending at the end (stopped nodes, no scale-up)
   double avg_jct_s = 0, p95_jct_s = 0;
   double avg_wait_s = 0, p95_wait_s = 0;
   double makespan_s = 0;
@@ -38,12 +43,14 @@ struct ReplayResult {
   // (GPUs x (last arrival - first arrival)). Leaves out the drain after
   // the last arrival (and so the long tail of the longest pod).
   double arrival_window_utilisation = 0;
-  int passes = 0;              // PlaceJobs calls
+  int passes = 0;     // PlaceJobs calls
+  FleetReport fleet;  // cost, idle cost, shutdowns, boots
 };
 
-ReplayResult RunReplay(const std::vector<scheduler::NodeView>& nodes,
-                       const std::vector<PodSpec>& jobs,
-                       const ReplayOptions& options);
+// NotFound when a node has no price in options.fleet.pricing.
+absl::StatusOr<ReplayResult> RunReplay(
+    const std::vector<scheduler::NodeView>& nodes,
+    const std::vector<PodSpec>& jobs, const ReplayOptions& options);
 
 }  // namespace tupa::sim
 

@@ -114,7 +114,7 @@ TEST(Replay, QueuesWhenTheClusterIsFull) {
                 "a,0,100,2,,u\n"
                 "b,10,50,1,,u\n"
                 "c,20,10,8,,u\n"));
-  ReplayResult r = RunReplay(nodes, jobs, {Policy::kTupa, 1});
+  ReplayResult r = *RunReplay(nodes, jobs, {Policy::kTupa, 1});
   EXPECT_EQ(r.jobs, 3);
   EXPECT_EQ(r.finished, 2);
   EXPECT_EQ(r.never_fit, 1);
@@ -138,7 +138,7 @@ TEST(Replay, ArrivalWindowLeavesOutTheDrain) {
   for (bool arrived : {true, false}) {
     ReplayOptions o;
     o.mix_from_arrivals = arrived;
-    ReplayResult r = RunReplay(nodes, jobs, o);
+    ReplayResult r = *RunReplay(nodes, jobs, o);
     EXPECT_EQ(r.finished, 3);
     EXPECT_DOUBLE_EQ(r.avg_wait_s, 0);
     // Window [0, 100] s on 4 GPUs: a 1 x 100 + b 2 x 10 = 120 GPU-s.

@@ -1,7 +1,9 @@
 #include "scheduler/sim/traces.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -138,6 +140,20 @@ absl::StatusOr<std::vector<scheduler::NodeView>> LoadNodes(
         absl::StrCat(path, ": ", nodes.status().message()));
   }
   return nodes;
+}
+
+std::vector<scheduler::NodeView> SampleNodes(
+    const std::vector<scheduler::NodeView>& nodes, double fraction) {
+  std::map<std::string, int64_t> seen;  // model -> nodes of it so far
+  std::vector<scheduler::NodeView> kept;
+  for (const scheduler::NodeView& n : nodes) {
+    const std::string model = n.devices.empty() ? "" : n.devices[0].gpu_type;
+    const int64_t k = seen[model]++;
+    if (std::ceil((k + 1) * fraction - 1e-9) > std::ceil(k * fraction - 1e-9)) {
+      kept.push_back(n);
+    }
+  }
+  return kept;
 }
 
 absl::StatusOr<std::vector<PodSpec>> PodsFromCsv(const CsvTable& t) {

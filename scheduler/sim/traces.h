@@ -47,6 +47,13 @@ absl::StatusOr<std::vector<scheduler::NodeView>> NodesFromCsv(
 absl::StatusOr<std::vector<scheduler::NodeView>> LoadNodes(
     const std::string& path);
 
+// A smaller cluster with the same mix of GPU models: keeps `fraction` (in
+// (0, 1]) of each model's nodes, evenly spread over the list and always its
+// first node. For replays, where the openb cluster is too large for its own
+// trace to queue (../shared/traces/README.md).
+std::vector<scheduler::NodeView> SampleNodes(
+    const std::vector<scheduler::NodeView>& nodes, double fraction);
+
 // Pod lists (`num_gpu, gpu_milli, gpu_spec`) and job lists (`num_gpus,
 // gpu_type, submit_time_s, duration_s`, optional `gpu_milli`, `cpu_milli`,
 // `memory_mib`, `user`).

@@ -1,0 +1,133 @@
+#include "scheduler/placement/frag.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "scheduler/placement/placement.h"
+
+namespace tupa::scheduler {
+namespace {
+
+constexpr uint64_t kTypeA = 1, kTypeB = 2;
+
+FragModel::Shape Shape(int milli, int count, uint64_t types, double weight) {
+  FragModel::Shape s;
+  s.demand.milli = milli;
+  s.demand.count = count;
+  s.demand.types = types;
+  s.weight = weight;
+  return s;
+}
+
+TEST(FragModel, CountsDevicesTooSmallForAShape) {
+  // One shape, a whole GPU: the half-free device is fragment, the free one
+  // is not.
+  FragModel m({Shape(1000, 1, kAnyType, 1)}, 0);
+  const int free[] = {500, 1000};
+  EXPECT_DOUBLE_EQ(m.Frag(free, 2, 0, 1000, 1000), 500);
+}
+
+TEST(FragModel, AllFreeIsFragmentWhenTheShapeCannotRun) {
+  // Two whole GPUs on a node with one free device, or without the CPU.
+  FragModel m({Shape(1000, 2, kAnyType, 1)}, 0);
+  const int one[] = {0, 1000};
+  EXPECT_DOUBLE_EQ(m.Frag(one, 2, 0, 1000, 1000), 1000);
+  FragModel cpu({Shape(1000, 1, kAnyType, 1)}, 0);
+  FragModel::Shape big = Shape(1000, 1, kAnyType, 1);
+  big.demand.cpu_milli = 2000;
+  FragModel needs_cpu({big}, 0);
+  const int two[] = {1000, 1000};
+  EXPECT_DOUBLE_EQ(cpu.Frag(two, 2, 0, 1000, 1000), 0);
+  EXPECT_DOUBLE_EQ(needs_cpu.Frag(two, 2, 0, 1000, 1000), 2000);
+}
+
+TEST(FragModel, WeightsAreNormalisedAndMixed) {
+  // Half the mix wants 0.5 GPU (fits both devices), half a whole GPU.
+  FragModel m({Shape(500, 1, kAnyType, 3), Shape(1000, 1, kAnyType, 3)}, 0);
+  const int free[] = {500, 1000};
+  EXPECT_DOUBLE_EQ(m.Frag(free, 2, 0, 1000, 1000), 0.5 * 0 + 0.5 * 500);
+}
+
+TEST(FragModel, PlainFgdTypeTermWithoutSupplies) {
+  // FGD: a shape that rejects the pool's type counts all its free GPU.
+  FragModel m({Shape(1000, 1, kTypeA, 1), Shape(1000, 1, kAnyType, 1)}, 0);
+  const int free[] = {1000};
+  EXPECT_DOUBLE_EQ(m.Frag(free, 1, /*type_id=*/1, 1000, 1000), 500);
+  EXPECT_DOUBLE_EQ(m.Frag(free, 1, /*type_id=*/0, 1000, 1000), 0);
+}
+
+TEST(FragModel, SuppliesChangeNothingWhenEveryShapeAcceptsEveryType) {
+  const std::vector<FragModel::Shape> mix = {Shape(500, 1, kAnyType, 1),
+                                             Shape(1000, 2, kAnyType, 3)};
+  FragModel plain(mix, 0), supplied(mix, 0, {2000, 16000});
+  const int free[] = {300, 1000};
+  for (int type : {0, 1}) {
+    EXPECT_DOUBLE_EQ(supplied.Frag(free, 2, type, 1000, 1000),
+                     plain.Frag(free, 2, type, 1000, 1000));
+  }
+}
+
+TEST(FragModel, EqualSuppliesRankTypesAsFgdDoes) {
+  // A is asked for by a quarter of the mix, B by the rest: the free GPU of
+  // A counts more as fragment, with or without (equal) supplies.
+  const std::vector<FragModel::Shape> mix = {Shape(1000, 1, kTypeA, 1),
+                                             Shape(1000, 1, kTypeB, 3)};
+  FragModel plain(mix, 0), supplied(mix, 0, {8000, 8000});
+  const int free[] = {1000, 1000};
+  EXPECT_GT(plain.Frag(free, 2, 0, 1000, 1000),
+            plain.Frag(free, 2, 1, 1000, 1000));
+  EXPECT_GT(supplied.Frag(free, 2, 0, 1000, 1000),
+            supplied.Frag(free, 2, 1, 1000, 1000));
+}
+
+NodeView OneGpuNode(const std::string& id, const std::string& type) {
+  NodeView n;
+  n.worker_id = id;
+  n.devices.push_back({0, type, 1.0});
+  n.cpu_total = n.cpu_free = 8;
+  n.memory_total = n.memory_free = int64_t{64} << 30;
+  return n;
+}
+
+// A scarce type (1 GPU of A) and a plentiful one (10 of B); jobs asking for
+// B by name outnumber those asking for A, but per GPU of supply A is the
+// more wanted. Plain FGD would send a job that accepts either type to A
+// (see the next test); the pressure term sends it to B and leaves A to the
+// jobs that can run nowhere else.
+TEST(TypePressure, FlexibleJobLeavesTheScarceTypeAlone) {
+  std::vector<NodeView> nodes = {OneGpuNode("a0", "A")};
+  for (int i = 0; i < 10; ++i) {
+    nodes.push_back(OneGpuNode("b" + std::to_string(i), "B"));
+  }
+  PlacementOptions o;
+  o.policy = PlacementOptions::Policy::kTupa;
+  o.request_mix = {{1, 0, 0, {"A"}, 1}, {1, 0, 0, {"B"}, 2}, {1, 0, 0, {}, 1}};
+  JobRequest flexible;
+  flexible.job_id = 1;
+  flexible.gpus = 1;
+  auto plan = PlaceJobs(nodes, {flexible}, {}, o);
+  ASSERT_EQ(plan.placed.size(), 1u);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id.substr(0, 1), "b");
+}
+
+TEST(TypePressure, PlainFgdWouldTakeTheScarceType) {
+  // The same mix without supplies: FGD's coefficient for pool A is the
+  // weight of the B-only shape (0.5), for pool B that of the A-only one
+  // (0.25), so consuming A "removes more fragment".
+  FragModel m({Shape(1000, 1, kTypeA, 1), Shape(1000, 1, kTypeB, 2),
+               Shape(1000, 1, kAnyType, 1)},
+              0);
+  const int free[] = {1000}, none[] = {0};
+  const double take_a = m.Frag(none, 1, 0, 0, 0) - m.Frag(free, 1, 0, 0, 0);
+  const double take_b = m.Frag(none, 1, 1, 0, 0) - m.Frag(free, 1, 1, 0, 0);
+  EXPECT_LT(take_a, take_b);
+  FragModel p({Shape(1000, 1, kTypeA, 1), Shape(1000, 1, kTypeB, 2),
+               Shape(1000, 1, kAnyType, 1)},
+              0, {1000, 10000});
+  EXPECT_GT(p.Frag(none, 1, 0, 0, 0) - p.Frag(free, 1, 0, 0, 0),
+            p.Frag(none, 1, 1, 0, 0) - p.Frag(free, 1, 1, 0, 0));
+}
+
+}  // namespace
+}  // namespace tupa::scheduler
