@@ -8,8 +8,8 @@ namespace tupa {
 
 // Blocks SIGTERM and SIGINT in this thread and every thread started later
 // (main then waits for them with sigwait on the returned set), accepts
-// dashed flag names, parses the absl flags and sets up logging. Call first
-// in main().
+// dashed flag names, parses the absl flags, sets up logging and turns off
+// abseil's debug-build deadlock detector. Call first in main().
 sigset_t StartDaemon(int argc, char** argv, const char* usage);
 
 }  // namespace tupa

@@ -52,7 +52,7 @@ Authenticator::Authenticator(JobStore* store, bool enabled,
     : store_(store), enabled_(enabled), ttl_(cache_ttl) {}
 
 absl::StatusOr<Principal> Authenticator::Authenticate(
-    const grpc::ServerContext& ctx) {
+    const grpc::ServerContextBase& ctx) {
   if (!enabled_) return AnonymousAdmin();
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("authorization");

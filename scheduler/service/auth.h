@@ -66,7 +66,7 @@ class Authenticator {
   // The caller of `ctx` (its `authorization: Bearer TOKEN` metadata).
   // UNAUTHENTICATED for a missing, malformed, unknown or revoked token;
   // UNAVAILABLE when the store cannot be reached.
-  absl::StatusOr<Principal> Authenticate(const grpc::ServerContext& ctx);
+  absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& ctx);
   absl::StatusOr<Principal> AuthenticateToken(absl::string_view token);
 
   // Forgets cached lookups (after a revocation).

@@ -32,19 +32,32 @@ grpc::Status BadId(int64_t id) {
 
 }  // namespace
 
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* ctx,
-                                       const v1::SubmitJobRequest* req,
-                                       v1::SubmitJobResponse* resp) {
+grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
+    grpc::CallbackServerContext* ctx, const v1::SubmitJobRequest* req,
+    v1::SubmitJobResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  // A token the cache does not hold costs one indexed lookup here, the only
+  // wait on PostgreSQL outside the group commit.
   auto caller = auth_->Authenticate(*ctx);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  if (auto s = ValidateSubmitJobRequest(*req); !s.ok()) return ToGrpcStatus(s);
+  absl::Status valid =
+      caller.ok() ? ValidateSubmitJobRequest(*req) : caller.status();
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpcStatus(valid));
+    return reactor;
+  }
   v1::JobSpec spec = req->spec();
   ApplySubmitter(*caller, spec);
-  auto result = core_->Submit(std::move(spec), req->idempotency_key());
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *resp->mutable_job() = std::move(result->job);
-  resp->set_created(result->created);
-  return grpc::Status::OK;
+  core_->Submit(std::move(spec), req->idempotency_key(),
+                [reactor, resp](absl::StatusOr<SubmitResult> result) {
+                  if (!result.ok()) {
+                    reactor->Finish(ToGrpcStatus(result.status()));
+                    return;
+                  }
+                  *resp->mutable_job() = std::move(result->job);
+                  resp->set_created(result->created);
+                  reactor->Finish(grpc::Status::OK);
+                });
+  return reactor;
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* ctx,

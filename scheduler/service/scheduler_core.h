@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -71,9 +72,12 @@ class SchedulerCore {
   void Shutdown();
 
   // Validates, checks the job could ever fit the known cluster
-  // (InvalidArgument naming the field otherwise), commits, then queues.
-  absl::StatusOr<SubmitResult> Submit(v1::JobSpec spec,
-                                      const std::string& idempotency_key);
+  // (InvalidArgument naming the field otherwise), commits (group commit,
+  // SubmitBatcher), then queues. Returns at once without waiting for
+  // PostgreSQL; `done` runs exactly once: inline for a refused spec, else on
+  // a committer thread once the job is committed and in the view.
+  void Submit(v1::JobSpec spec, std::string idempotency_key,
+              SubmitBatcher::Done done);
   absl::StatusOr<v1::Job> GetJob(int64_t id);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
   // FailedPrecondition when the job already ended.
@@ -180,6 +184,16 @@ class SchedulerCore {
   void Send(const std::string& worker_id, v1::SchedulerMessage message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ++version_; }
+  // Adds (or replaces) an active job of the view, indexing it for the
+  // per-cycle passes that only concern some jobs.
+  void AddJob(ActiveJob active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Submit's checks before the commit; the BUDGET hold reason ("" when
+  // none) of an admitted spec.
+  absl::StatusOr<std::string> Admit(v1::JobSpec& spec,
+                                    const std::string& idempotency_key);
+  // A committed submission joins the view (PENDING, or held for BUDGET
+  // when `held` is not empty) and wakes the loop.
+  void AddSubmitted(const v1::Job& job, const std::string& held);
   // scheduler_core_money.cc: prices, usage and budgets.
   std::optional<pricing::PriceEntry> PriceFor(const std::string& region,
                                               const std::string& gpu_type,
@@ -224,8 +238,9 @@ class SchedulerCore {
   void RecordEvent(const std::string& kind, const std::string& worker_id,
                    int64_t job_id, const std::string& reason,
                    double idle_seconds = 0, const std::string& saved = "");
-  // scheduler_core_metrics.cc: the view's gauges, once per cycle.
-  void UpdateGauges(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // scheduler_core_metrics.cc: a snapshot for the gauges (SchedulerMetrics::
+  // Update, which the loop calls without mu_).
+  MetricsView GaugesView(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A write whose store call failed UNAVAILABLE (database down) is kept and
   // retried in order by the loop until it is recorded, so the end of a job,
   // of an allocation or of an uptime span outlives an outage.
@@ -238,10 +253,12 @@ class SchedulerCore {
   LogStore logs_;
   const std::unique_ptr<SchedulerMetrics> metrics_ =
       std::make_unique<SchedulerMetrics>();
-  SubmitBatcher submits_;
-
   absl::Mutex mu_;
   std::map<int64_t, ActiveJob> jobs_ ABSL_GUARDED_BY(mu_);
+  // Ids of the jobs_ whose spec asks for start_window off-peak, the only
+  // ones UpdateOffPeakWaits looks at: a cycle must not walk a deep queue
+  // while submits wait for mu_. Terminal or forgotten jobs leave lazily.
+  std::set<int64_t> off_peak_jobs_ ABSL_GUARDED_BY(mu_);
   std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   // Why each job of the last placement pass waits; cleared when a cycle
@@ -262,9 +279,13 @@ class SchedulerCore {
   std::map<std::string, std::string> stopped_reasons_ ABSL_GUARDED_BY(mu_);
   absl::Time last_idle_run_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time last_gauges_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Duration last_gauges_took_;  // the loop thread's alone
   absl::Mutex hooks_mu_;
   std::vector<std::thread> hook_threads_ ABSL_GUARDED_BY(hooks_mu_);
   std::thread loop_;
+  // Last, so destroyed first: committers finish their batches (and
+  // callbacks, which touch the view) while the rest of the core exists.
+  SubmitBatcher submits_;
 };
 
 }  // namespace tupa::scheduler

@@ -1,12 +1,12 @@
-// SchedulerCore::UpdateGauges: hands a snapshot of the view to
-// SchedulerMetrics at the end of every scheduling cycle.
+// SchedulerCore::GaugesView: the snapshot of the view that the scheduling
+// cycle hands to SchedulerMetrics.
 #include <algorithm>
 
 #include "scheduler/service/scheduler_core.h"
 
 namespace tupa::scheduler {
 
-void SchedulerCore::UpdateGauges(absl::Time now) {
+MetricsView SchedulerCore::GaugesView(absl::Time now) {
   MetricsView view;
   view.cycle = absl::Now() - now;
   for (const auto& [id, j] : jobs_) {
@@ -48,7 +48,7 @@ void SchedulerCore::UpdateGauges(absl::Time now) {
   view.nodes = NodeViews();
   for (const auto& [id, w] : workers_)
     view.workers.emplace_back(id, w.info.state());
-  metrics_->Update(view, now);
+  return view;
 }
 
 }  // namespace tupa::scheduler

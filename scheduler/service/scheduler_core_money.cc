@@ -216,10 +216,17 @@ void SchedulerCore::EnforceBudgets(absl::Time now) {
 }
 
 void SchedulerCore::UpdateOffPeakWaits(absl::Time now) {
-  for (auto& [id, job] : jobs_) {
+  for (auto it = off_peak_jobs_.begin(); it != off_peak_jobs_.end();) {
+    auto found = jobs_.find(*it);
+    if (found == jobs_.end() || found->second.terminal) {
+      if (found != jobs_.end()) found->second.waiting_reason.clear();
+      it = off_peak_jobs_.erase(it);
+      continue;
+    }
+    ++it;
+    ActiveJob& job = found->second;
     const v1::JobSpec& spec = job.job.spec();
-    if (job.terminal || job.job.state() != v1::JOB_STATE_PENDING ||
-        spec.start_window() != "off-peak") {
+    if (job.job.state() != v1::JOB_STATE_PENDING) {
       job.waiting_reason.clear();
       continue;
     }

@@ -1,7 +1,8 @@
 // The gRPC services of tupa-scheduler: thin handlers that validate, call
 // one SchedulerCore function and convert its status (common/grpc_status.h).
-// Sync API: each streaming call (a worker's Connect, WatchJob, StreamLogs)
-// holds one server thread for its life.
+// Sync API, except SubmitJob (callback API): each streaming call (a
+// worker's Connect, WatchJob, StreamLogs) holds one server thread for its
+// life.
 #ifndef TUPA_SCHEDULER_SERVICE_SERVICES_H_
 #define TUPA_SCHEDULER_SERVICE_SERVICES_H_
 
@@ -14,13 +15,17 @@
 
 namespace tupa::scheduler {
 
-class JobServiceImpl final : public v1::JobService::Service {
+// SubmitJob uses the callback API: the call waits for its group commit
+// without holding a server thread, and is finished from the committer.
+class JobServiceImpl final
+    : public v1::JobService::WithCallbackMethod_SubmitJob<
+          v1::JobService::Service> {
  public:
   JobServiceImpl(SchedulerCore* core, Authenticator* auth)
       : core_(core), auth_(auth) {}
-  grpc::Status SubmitJob(grpc::ServerContext* ctx,
-                         const v1::SubmitJobRequest* req,
-                         v1::SubmitJobResponse* resp) override;
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
+                                      const v1::SubmitJobRequest* req,
+                                      v1::SubmitJobResponse* resp) override;
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                       v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext* ctx,

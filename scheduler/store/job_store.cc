@@ -14,25 +14,30 @@
 #include "scheduler/store/store_internal.h"
 
 namespace tupa::scheduler {
-namespace {
 
 using google::protobuf::util::JsonStringToMessage;
-using store_internal::FromMillis;
-using store_internal::RunTx;
-using store_internal::ToJson;
 
-// The columns every job read selects, in the order RowToJob expects.
-constexpr char kJobColumns[] =
-    "id, spec::text, state, attempt, COALESCE(idempotency_key, ''), message, "
-    "exit_code, COALESCE(progress::text, ''), "
+namespace store_internal {
+
+const char kJobColumns[] =
+    "id, COALESCE(spec::text, ''), state, attempt, "
+    "COALESCE(idempotency_key, ''), message, exit_code, "
+    "COALESCE(progress::text, ''), "
     "(extract(epoch FROM created_at) * 1000)::bigint, "
     "COALESCE((extract(epoch FROM started_at) * 1000)::bigint, 0), "
-    "COALESCE((extract(epoch FROM finished_at) * 1000)::bigint, 0)";
+    "COALESCE((extract(epoch FROM finished_at) * 1000)::bigint, 0), "
+    "spec_proto";
 
 v1::Job RowToJob(const pqxx::row& row) {
   v1::Job job;
   job.set_id(row[0].as<int64_t>());
-  (void)JsonStringToMessage(row[1].c_str(), job.mutable_spec());
+  // Jobs submitted before 0011_add_job_spec_proto.sql have only JSON.
+  if (!row[11].is_null()) {
+    const pqxx::binarystring proto(row[11]);
+    (void)job.mutable_spec()->ParseFromArray(proto.data(), proto.size());
+  } else {
+    (void)JsonStringToMessage(row[1].c_str(), job.mutable_spec());
+  }
   job.set_state(StateFromName(row[2].c_str()));
   job.set_attempt(row[3].as<int32_t>());
   job.set_idempotency_key(row[4].c_str());
@@ -47,6 +52,16 @@ v1::Job RowToJob(const pqxx::row& row) {
     *job.mutable_finished_at() = FromMillis(ms);
   return job;
 }
+
+}  // namespace store_internal
+
+namespace {
+
+using store_internal::FromMillis;
+using store_internal::kJobColumns;
+using store_internal::RowToJob;
+using store_internal::RunTx;
+using store_internal::ToJson;
 
 std::vector<int32_t> ParseIntArray(const std::string& text) {
   std::vector<int32_t> out;
@@ -171,69 +186,6 @@ absl::Status JobStore::Migrate() {
         return true;
       });
   return result.status();
-}
-
-namespace {
-
-// Inserts one job (and its first event, in the same statement) inside `w`,
-// or reads back the job its key already names. The new job is built from
-// `spec` rather than parsed back: submissions are the hot path.
-absl::StatusOr<SubmitResult> InsertJob(pqxx::work& w, const v1::JobSpec& spec,
-                                       const std::string& key) {
-  SubmitResult out;
-  // ON CONFLICT DO NOTHING keeps a retried submit from failing the
-  // transaction; the existing row is then read back.
-  pqxx::result r = w.exec_params(
-      "WITH job AS (INSERT INTO jobs (name, user_name, team, priority, spec, "
-      "state, idempotency_key) VALUES ($1, $2, $3, $4, $5::jsonb, 'PENDING', "
-      "NULLIF($6, '')) ON CONFLICT (idempotency_key) WHERE idempotency_key IS "
-      "NOT NULL DO NOTHING RETURNING id, created_at), "
-      "event AS (INSERT INTO job_events (job_id, attempt, state, message) "
-      "SELECT id, 1, 'PENDING', 'submitted' FROM job) "
-      "SELECT id, (extract(epoch FROM created_at) * 1000)::bigint FROM job",
-      spec.name(), spec.user(), spec.team(), spec.priority(), ToJson(spec),
-      key);
-  if (!r.empty()) {
-    out.job.set_id(r[0][0].as<int64_t>());
-    *out.job.mutable_spec() = spec;
-    out.job.set_state(v1::JOB_STATE_PENDING);
-    out.job.set_attempt(1);
-    out.job.set_idempotency_key(key);
-    *out.job.mutable_created_at() = FromMillis(r[0][1].as<int64_t>());
-    out.created = true;
-    return out;
-  }
-  r = w.exec_params(absl::StrCat("SELECT ", kJobColumns,
-                                 " FROM jobs WHERE idempotency_key = $1"),
-                    key);
-  // A concurrent transaction holding the same key has not committed yet.
-  if (r.empty()) return absl::AbortedError("idempotency key conflict; retry");
-  out.job = RowToJob(r[0]);
-  return out;
-}
-
-}  // namespace
-
-absl::StatusOr<SubmitResult> JobStore::SubmitJob(const v1::JobSpec& spec,
-                                                 const std::string& key) {
-  ASSIGN_OR_RETURN(auto results, SubmitJobs({{&spec, &key}}));
-  return std::move(results[0]);
-}
-
-absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
-    const std::vector<SubmitRequest>& requests) {
-  return RunTx<std::vector<SubmitResult>>(
-      Acquire(),
-      [&](pqxx::work& w) -> absl::StatusOr<std::vector<SubmitResult>> {
-        std::vector<SubmitResult> out;
-        out.reserve(requests.size());
-        for (const SubmitRequest& r : requests) {
-          ASSIGN_OR_RETURN(SubmitResult one,
-                           InsertJob(w, *r.spec, *r.idempotency_key));
-          out.push_back(std::move(one));
-        }
-        return out;
-      });
 }
 
 absl::StatusOr<v1::Job> JobStore::GetJob(int64_t id) {

@@ -83,6 +83,24 @@ TEST_F(JobStoreTest, SubmitThenGetRoundTripsTheSpec) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(JobStoreTest, JobStoredBeforeSpecProtoReadsItsJsonSpec) {
+  int64_t id;
+  {
+    pqxx::connection c(url_);
+    pqxx::work w(c);
+    id = w.exec(
+              "INSERT INTO jobs (name, spec, state) VALUES ('old', "
+              "'{\"name\": \"old\", \"resources\": {\"gpus\": 3}}', "
+              "'PENDING') RETURNING id")[0][0]
+             .as<int64_t>();
+    w.commit();
+  }
+  auto job = store_->GetJob(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec().name(), "old");
+  EXPECT_EQ(job->spec().resources().gpus(), 3);
+}
+
 TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
   std::vector<std::thread> threads;
   std::atomic<int> created{0};
@@ -218,6 +236,39 @@ TEST_F(JobStoreTest, BatcherGroupsConcurrentSubmitsWithoutLosingOrDuplicating) {
   all.limit = 10000;
   EXPECT_EQ(store_->ListJobs(all)->size(),
             static_cast<size_t>(kThreads * kEach));
+}
+
+TEST_F(JobStoreTest, OneBatchMapsEachRequestToItsJobAndDedupesKeys) {
+  ASSERT_TRUE(store_->SubmitJob(Spec("stored"), "old").ok());
+  // Keyless, quoting-hostile, stored-key and in-batch duplicate requests.
+  const std::vector<std::pair<std::string, std::string>> named = {
+      {"n0", ""},    {"n1 \"q\" \\ {x,y}", "k1"},
+      {"n2", "old"}, {"n3", "k1"},
+      {"n4", ""},    {"n5", "k5"}};
+  std::vector<v1::JobSpec> specs;
+  for (const auto& [name, key] : named) specs.push_back(Spec(name));
+  std::vector<SubmitRequest> requests;
+  for (size_t i = 0; i < named.size(); ++i)
+    requests.push_back({&specs[i], &named[i].second});
+  auto results = store_->SubmitJobs(requests);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), named.size());
+  const std::vector<bool> created = {true, true, false, false, true, true};
+  for (size_t i = 0; i < named.size(); ++i) {
+    const SubmitResult& r = (*results)[i];
+    EXPECT_EQ(r.created, created[i]) << i;
+    EXPECT_EQ(r.job.idempotency_key(), named[i].second) << i;
+    auto stored = store_->GetJob(r.job.id());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->spec().name(), r.job.spec().name()) << i;
+    if (r.created) EXPECT_EQ(r.job.spec().name(), named[i].first) << i;
+  }
+  EXPECT_EQ((*results)[2].job.spec().name(), "stored");
+  EXPECT_EQ((*results)[3].job.id(), (*results)[1].job.id());
+  pqxx::connection c(url_);
+  pqxx::work w(c);
+  EXPECT_EQ(w.exec("SELECT count(*) FROM jobs")[0][0].as<int>(), 5);
+  EXPECT_EQ(w.exec("SELECT count(*) FROM job_events")[0][0].as<int>(), 5);
 }
 
 TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {

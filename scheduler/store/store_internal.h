@@ -46,6 +46,10 @@ inline google::protobuf::Timestamp FromMillis(int64_t ms) {
   return t;
 }
 
+// The columns every job read selects, in the order RowToJob expects.
+extern const char kJobColumns[];
+v1::Job RowToJob(const pqxx::row& row);
+
 // A timestamptz SQL expression for parameter `$n` given in Unix ms.
 inline std::string MillisParam(int n) {
   return "to_timestamp($" + std::to_string(n) + "::float8 / 1000)";

@@ -4,13 +4,6 @@
 
 namespace tupa::scheduler {
 
-struct SubmitBatcher::Request {
-  const v1::JobSpec* spec;
-  const std::string* key;
-  absl::StatusOr<SubmitResult> result;
-  absl::Notification done;
-};
-
 SubmitBatcher::SubmitBatcher(JobStore* store, int committers, int max_batch)
     : store_(store), max_batch_(max_batch) {
   for (int i = 0; i < std::max(1, committers); ++i)
@@ -25,21 +18,34 @@ SubmitBatcher::~SubmitBatcher() {
   for (auto& t : committers_) t.join();
 }
 
-absl::StatusOr<SubmitResult> SubmitBatcher::Submit(
-    const v1::JobSpec& spec, const std::string& idempotency_key) {
-  Request request{&spec, &idempotency_key, absl::UnknownError("not run"), {}};
+void SubmitBatcher::SubmitAsync(v1::JobSpec spec, std::string idempotency_key,
+                                Done done) {
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::UnavailableError("scheduler is shutting down");
-    queue_.push_back(&request);
+    if (!stopping_) {
+      queue_.push_back(
+          {std::move(spec), std::move(idempotency_key), std::move(done)});
+      return;
+    }
   }
-  request.done.WaitForNotification();
-  return std::move(request.result);
+  done(absl::UnavailableError("scheduler is shutting down"));
+}
+
+absl::StatusOr<SubmitResult> SubmitBatcher::Submit(
+    const v1::JobSpec& spec, const std::string& idempotency_key) {
+  absl::StatusOr<SubmitResult> result;
+  absl::Notification finished;
+  SubmitAsync(spec, idempotency_key, [&](absl::StatusOr<SubmitResult> r) {
+    result = std::move(r);
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return result;
 }
 
 void SubmitBatcher::CommitLoop() {
   while (true) {
-    std::vector<Request*> batch;
+    std::vector<Request> batch;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -48,22 +54,21 @@ void SubmitBatcher::CommitLoop() {
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty() && stopping_) return;
       while (!queue_.empty() && static_cast<int>(batch.size()) < max_batch_) {
-        batch.push_back(queue_.front());
+        batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
     }
     std::vector<SubmitRequest> requests;
     requests.reserve(batch.size());
-    for (Request* r : batch) requests.push_back({r->spec, r->key});
+    for (const Request& r : batch) requests.push_back({&r.spec, &r.key});
     absl::StatusOr<std::vector<SubmitResult>> results =
         store_->SubmitJobs(requests);
     for (size_t i = 0; i < batch.size(); ++i) {
       if (results.ok()) {
-        batch[i]->result = std::move((*results)[i]);
+        batch[i].done(std::move((*results)[i]));
       } else {
-        batch[i]->result = results.status();
+        batch[i].done(results.status());
       }
-      batch[i]->done.Notify();
     }
   }
 }
