@@ -591,14 +591,20 @@ void SchedulerCore::Submit(v1::JobSpec spec, std::string idempotency_key,
   submits_.SubmitAsync(std::move(spec), std::move(idempotency_key),
                        [this, held = *std::move(held), done = std::move(done)](
                            absl::StatusOr<SubmitResult> result) {
-                         if (result.ok() && result->created)
-                           AddSubmitted(result->job, held);
+                         if (result.ok())
+                           AddSubmitted(result->job, held, result->created);
                          done(std::move(result));
                        });
 }
 
-void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held) {
+void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held,
+                                 bool created) {
   absl::MutexLock lock(&mu_);
+  if (!created) {
+    if (jobs_.count(job.id()) || job.state() != v1::JOB_STATE_PENDING) return;
+    LOG(INFO) << "job " << job.id()
+              << " was committed in doubt; adding it on its retry";
+  }
   ActiveJob active;
   active.job = job;
   active.pending_reason = held;

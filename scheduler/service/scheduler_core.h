@@ -192,8 +192,11 @@ class SchedulerCore {
   absl::StatusOr<std::string> Admit(v1::JobSpec& spec,
                                     const std::string& idempotency_key);
   // A committed submission joins the view (PENDING, or held for BUDGET
-  // when `held` is not empty) and wakes the loop.
-  void AddSubmitted(const v1::Job& job, const std::string& held);
+  // when `held` is not empty) and wakes the loop. A retry that found its
+  // key stored (`created` false) adds the job only when the view lacks it
+  // and it is still PENDING: its first commit was in doubt (the database
+  // died after committing, before answering), so no one added it then.
+  void AddSubmitted(const v1::Job& job, const std::string& held, bool created);
   // scheduler_core_money.cc: prices, usage and budgets.
   std::optional<pricing::PriceEntry> PriceFor(const std::string& region,
                                               const std::string& gpu_type,

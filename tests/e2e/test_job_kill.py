@@ -28,7 +28,7 @@ class JobKillTest(unittest.TestCase):
             job = self.run_and_count(c, mark)
             res = c.cli("cancel", str(job["id"]))
             self.assertEqual(res.code, 0, res)
-            c.wait_job(job["id"], "CANCELLED", timeout=10)
+            c.wait_job(job["id"], "CANCELLED", timeout=30)
             wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=30,
                      message="no rank process left")
             # Cancelling again is refused, naming the state.
@@ -41,7 +41,7 @@ class JobKillTest(unittest.TestCase):
     def test_max_runtime_kills_every_rank_process(self):
         with Cluster(workers=2, gpus_per_worker=2) as c:
             mark = uuid.uuid4().hex
-            job = self.run_and_count(c, mark, "--max-runtime", "4s")
+            job = self.run_and_count(c, mark, "--max-runtime", "10s")
             done = c.wait_job(job["id"], "FAILED", timeout=60)
             self.assertIn("max_runtime exceeded", done.get("message", ""), done)
             wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=30,
