@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -103,39 +104,45 @@ int Inflation(std::map<std::string, std::string>& flags, Policy policy) {
   return 0;
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& flag,
-                                          const std::string& path) {
+// When --`flag` is given, reads that file and parses its text with
+// `parse` into `*out`. Errors name the flag (unreadable) or the file.
+template <typename T, typename Parse>
+absl::Status ParseFileFlag(std::map<std::string, std::string>& flags,
+                           const std::string& flag, Parse parse,
+                           std::optional<T>* out) {
+  if (!flags.count(flag)) return absl::OkStatus();
+  const std::string& path = flags[flag];
   std::ifstream in(path);
   if (!in) return absl::NotFoundError("--" + flag + ": cannot read " + path);
   std::stringstream text;
   text << in.rdbuf();
-  return text.str();
+  absl::StatusOr<T> value = parse(text.str());
+  if (!value.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", value.status().message()));
+  }
+  *out = *std::move(value);
+  return absl::OkStatus();
 }
 
 // The money and idle-policy flags of replay. InvalidArgument starting with
 // "--" for bad usage; errors inside a file name the file.
 absl::Status ParseFleetFlags(std::map<std::string, std::string>& flags,
                              tupa::sim::FleetOptions* fleet) {
-  if (flags.count("pricing")) {
-    auto text = ReadWholeFile("pricing", flags["pricing"]);
-    if (!text.ok()) return text.status();
-    auto catalog = tupa::pricing::PriceCatalog::Parse(*text);
-    if (!catalog.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flags["pricing"], ": ", catalog.status().message()));
-    }
-    fleet->pricing = *std::move(catalog);
-  }
-  if (flags.count("idle-policy")) {
-    auto text = ReadWholeFile("idle-policy", flags["idle-policy"]);
-    if (!text.ok()) return text.status();
-    auto policy = tupa::scheduler::idle::ParseIdlePolicyYaml(*text);
-    if (!policy.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flags["idle-policy"], ": ", policy.status().message()));
-    }
-    fleet->idle = *std::move(policy);
-  }
+  absl::Status s = ParseFileFlag(
+      flags, "pricing",
+      [](const std::string& t) {
+        return tupa::pricing::PriceCatalog::Parse(t);
+      },
+      &fleet->pricing);
+  if (!s.ok()) return s;
+  s = ParseFileFlag(
+      flags, "idle-policy",
+      [](const std::string& t) {
+        return tupa::scheduler::idle::ParseIdlePolicyYaml(t);
+      },
+      &fleet->idle);
+  if (!s.ok()) return s;
   if (flags.count("region")) fleet->region = flags["region"];
   if (flags.count("offering")) fleet->offering = flags["offering"];
   if (flags.count("start")) {
