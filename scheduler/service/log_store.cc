@@ -17,13 +17,24 @@ std::string LogStore::Path(int64_t job_id, int32_t attempt,
 }
 
 absl::Status LogStore::Append(int64_t job_id, int32_t attempt, int32_t rank,
-                              const std::string& data) {
+                              const std::string& data,
+                              std::optional<int64_t> offset) {
   absl::MutexLock lock(&mu_);
   const std::string path = Path(job_id, attempt, rank);
   std::error_code ec;
+  size_t skip = 0;
+  if (offset.has_value()) {
+    const uintmax_t size = fs::file_size(path, ec);
+    const int64_t stored = ec ? 0 : static_cast<int64_t>(size);
+    if (*offset + static_cast<int64_t>(data.size()) <= stored) {
+      return absl::OkStatus();  // a resent chunk, already here
+    }
+    if (*offset < stored) skip = static_cast<size_t>(stored - *offset);
+  }
   fs::create_directories(fs::path(path).parent_path(), ec);
   std::ofstream out(path, std::ios::app | std::ios::binary);
-  out << data;
+  out.write(data.data() + skip,
+            static_cast<std::streamsize>(data.size() - skip));
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 #define TUPA_SCHEDULER_SERVICE_LOG_STORE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,12 @@ class LogStore {
  public:
   explicit LogStore(std::string root) : root_(std::move(root)) {}
 
+  // Appends `data`. With `offset` (where data starts in the rank's output)
+  // the bytes already stored are skipped, so resent chunks are kept once;
+  // a chunk past the end (bytes lost in between) is appended as is.
   absl::Status Append(int64_t job_id, int32_t attempt, int32_t rank,
-                      const std::string& data);
+                      const std::string& data,
+                      std::optional<int64_t> offset = std::nullopt);
   // Ranks that have a log for the attempt, ascending.
   std::vector<int32_t> Ranks(int64_t job_id, int32_t attempt) const;
   // Reads from `offset`; returns what is there (possibly empty).

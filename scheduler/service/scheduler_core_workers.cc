@@ -216,7 +216,9 @@ void SchedulerCore::HandleWorkerMessage(
       const v1::LogData& log = message.log();
       if (!placed_here(log.job_id(), log.attempt())) break;
       absl::Status s =
-          logs_.Append(log.job_id(), log.attempt(), log.rank(), log.data());
+          logs_.Append(log.job_id(), log.attempt(), log.rank(), log.data(),
+                       log.has_offset() ? std::optional<int64_t>(log.offset())
+                                        : std::nullopt);
       if (!s.ok()) LOG(WARNING) << s;
       Changed();
       break;

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/hook_runner.h"
@@ -29,6 +31,25 @@ std::string RunningMpsPipeDirectory() {
 
 constexpr size_t kMaxQueuedLogs = 20000;
 constexpr size_t kLogChunk = 16 << 10;
+// Output per rank resent on a new stream: what the old one may have lost.
+constexpr size_t kResendBytes = 64 << 10;
+
+// `data` as LogData messages of at most kLogChunk bytes, starting at byte
+// `offset` of the rank's output.
+void AppendLogChunks(const std::tuple<int64_t, int32_t, int32_t>& key, int rank,
+                     const std::string& data, int64_t offset,
+                     std::vector<tupa::v1::WorkerMessage>* out) {
+  for (size_t off = 0; off < data.size(); off += kLogChunk) {
+    tupa::v1::WorkerMessage m;
+    tupa::v1::LogData* log = m.mutable_log();
+    log->set_job_id(std::get<0>(key));
+    log->set_attempt(std::get<1>(key));
+    log->set_rank(rank);
+    log->set_data(data.substr(off, kLogChunk));
+    log->set_offset(offset + static_cast<int64_t>(off));
+    out->push_back(std::move(m));
+  }
+}
 
 }  // namespace
 
@@ -124,6 +145,16 @@ void Agent::Session() {
     absl::MutexLock lock(&mu_);
     for (const auto& [key, node] : nodes_)
       if (node.exit_unacked) outbox_.push_front(*node.exit_unacked);
+    // Before them, the tail of every rank's output: the last writes to the
+    // old stream may have died with it (a node's logs must precede its
+    // EXITED status, after which the scheduler takes none).
+    std::vector<v1::WorkerMessage> tails;
+    for (const auto& [key, node] : nodes_)
+      for (const auto& [rank, t] : node.output)
+        AppendLogChunks(key, rank, t.tail,
+                        t.produced - static_cast<int64_t>(t.tail.size()),
+                        &tails);
+    outbox_.insert(outbox_.begin(), tails.begin(), tails.end());
   }
   std::atomic<bool> broken{false};
   std::thread reader([&] {
@@ -375,15 +406,22 @@ void Agent::OnCancel(const v1::Cancel& cancel) {
 
 void Agent::OnRankOutput(const NodeKey& key, int rank,
                          const std::string& data) {
-  for (size_t off = 0; off < data.size(); off += kLogChunk) {
-    v1::WorkerMessage m;
-    v1::LogData* log = m.mutable_log();
-    log->set_job_id(std::get<0>(key));
-    log->set_attempt(std::get<1>(key));
-    log->set_rank(rank);
-    log->set_data(data.substr(off, kLogChunk));
-    Enqueue(std::move(m));
+  int64_t offset = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = nodes_.find(key);
+    if (it != nodes_.end()) {
+      Node::OutputTail& t = it->second.output[rank];
+      offset = t.produced;
+      t.produced += static_cast<int64_t>(data.size());
+      t.tail += data;
+      if (t.tail.size() > kResendBytes)
+        t.tail.erase(0, t.tail.size() - kResendBytes);
+    }
   }
+  std::vector<v1::WorkerMessage> chunks;
+  AppendLogChunks(key, rank, data, offset, &chunks);
+  for (v1::WorkerMessage& m : chunks) Enqueue(std::move(m));
   if (rank != 0) return;
   std::vector<v1::Progress> updates;
   {

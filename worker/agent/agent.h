@@ -83,6 +83,13 @@ class Agent {
     // next stream) until the scheduler acks it (NodeExitAck).
     std::optional<v1::WorkerMessage> exit_unacked;
     bool exit_acked = false;  // the ack overtook the bookkeeping of the write
+    // Per rank: bytes of output so far and the last kResendBytes of it,
+    // resent on every new stream (LogData.offset).
+    struct OutputTail {
+      int64_t produced = 0;
+      std::string tail;
+    };
+    std::map<int, OutputTail> output;
   };
 
   // One stream's life; returns when it breaks or on Stop().
