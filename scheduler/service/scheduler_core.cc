@@ -235,27 +235,36 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
   return out;
 }
 
+namespace {
+
+// What placement needs of a job.
+JobRequest RequestOf(const v1::Job& job) {
+  const v1::JobSpec& spec = job.spec();
+  JobRequest r;
+  r.job_id = job.id();
+  r.priority = spec.priority();
+  r.team = spec.team();
+  r.submitted_at_ms = TimeUtil::TimestampToMilliseconds(job.created_at());
+  r.gpus = spec.resources().gpus();
+  r.nodes = std::max(1, spec.resources().nodes());
+  r.gpu_types.assign(spec.resources().gpu_type().begin(),
+                     spec.resources().gpu_type().end());
+  r.cpu = spec.resources().cpu();
+  r.memory = spec.resources().memory_bytes();
+  r.labels.insert(spec.resources().labels().begin(),
+                  spec.resources().labels().end());
+  r.max_runtime_s = spec.max_runtime().seconds();
+  return r;
+}
+
+}  // namespace
+
 std::vector<JobRequest> SchedulerCore::PendingRequests() {
   std::vector<JobRequest> pending;
   for (const auto& [id, j] : jobs_) {
-    const v1::JobSpec& spec = j.job.spec();
     if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
         j.pending_reason.empty() && j.waiting_reason.empty()) {
-      JobRequest r;
-      r.job_id = id;
-      r.priority = spec.priority();
-      r.team = spec.team();
-      r.submitted_at_ms = TimeUtil::TimestampToMilliseconds(j.job.created_at());
-      r.gpus = spec.resources().gpus();
-      r.nodes = std::max(1, spec.resources().nodes());
-      r.gpu_types.assign(spec.resources().gpu_type().begin(),
-                         spec.resources().gpu_type().end());
-      r.cpu = spec.resources().cpu();
-      r.memory = spec.resources().memory_bytes();
-      r.labels.insert(spec.resources().labels().begin(),
-                      spec.resources().labels().end());
-      r.max_runtime_s = spec.max_runtime().seconds();
-      pending.push_back(std::move(r));
+      pending.push_back(RequestOf(j.job));
     }
   }
   return pending;
@@ -302,6 +311,8 @@ void SchedulerCore::Schedule(absl::Time now) {
   PlacementOptions options;
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
+  if (options.policy == PlacementOptions::Policy::kTupa)
+    options.request_mix = recent_mix_.Mix();
   PlacementPlan plan =
       PlaceJobs(std::move(nodes), pending, RunningJobs(), options);
   for (const JobPlacement& p : plan.placed) StartPlacement(p, now);
@@ -513,6 +524,7 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
 
 void SchedulerCore::AddJob(ActiveJob active) {
   const int64_t id = active.job.id();
+  recent_mix_.Add(RequestOf(active.job));
   if (active.job.spec().start_window() == "off-peak") off_peak_jobs_.insert(id);
   jobs_.insert_or_assign(id, std::move(active));
 }

@@ -31,6 +31,7 @@
 #include "scheduler/idle/decide.h"
 #include "scheduler/idle/policy.h"
 #include "scheduler/placement/placement.h"
+#include "scheduler/placement/recent_mix.h"
 #include "scheduler/pricing/budget.h"
 #include "scheduler/pricing/cost.h"
 #include "scheduler/pricing/price_catalog.h"
@@ -262,6 +263,8 @@ class SchedulerCore {
   // ones UpdateOffPeakWaits looks at: a cycle must not walk a deep queue
   // while submits wait for mu_. Terminal or forgotten jobs leave lazily.
   std::set<int64_t> off_peak_jobs_ ABSL_GUARDED_BY(mu_);
+  // Shapes of the last jobs submitted: the request mix of the tupa policy.
+  RecentMix recent_mix_ ABSL_GUARDED_BY(mu_);
   std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   // Why each job of the last placement pass waits; cleared when a cycle

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "scheduler/placement/recent_mix.h"
+
 namespace tupa::sim {
 namespace {
 
@@ -104,10 +106,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
   double alloc_gpus = 0;     // GPUs held by running jobs
   double window_gpu_ms = 0;  // integral of alloc_gpus in the arrival window
   int64_t prev_ms = first_ms;
-  // Arrived request shapes, merged: key -> index into popt.request_mix.
-  using ShapeKey =
-      std::tuple<double, double, int64_t, std::vector<std::string>>;
-  std::map<ShapeKey, size_t> shape_index;
+  scheduler::RecentMix arrived(0);  // every arrival so far
   const bool arrival_mix =
       options.mix_from_arrivals &&
       options.policy == scheduler::PlacementOptions::Policy::kTupa;
@@ -156,15 +155,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
         ++result.never_fit;
         continue;
       }
-      if (arrival_mix) {
-        ShapeKey key{r.gpus, r.cpu, r.memory, r.gpu_types};
-        auto [it, fresh] = shape_index.emplace(key, popt.request_mix.size());
-        if (fresh) {
-          popt.request_mix.push_back(
-              {r.gpus, r.cpu, r.memory, r.gpu_types, 0.0});
-        }
-        popt.request_mix[it->second].weight += 1.0;
-      }
+      if (arrival_mix) arrived.Add(r);
       pending.push_back(std::move(r));
     }
     fleet.CompleteBoots(now, cluster.mutable_nodes());
@@ -176,6 +167,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
     views.reserve(running.size());
     for (const auto& [id, r] : running) views.push_back(r);
     popt.now_ms = now;
+    if (arrival_mix) popt.request_mix = arrived.Mix();
     scheduler::PlacementPlan plan =
         scheduler::PlaceJobs(cluster.nodes(), pending, views, popt);
     ++result.passes;
