@@ -235,9 +235,6 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
   return out;
 }
 
-namespace {
-
-// What placement needs of a job.
 JobRequest RequestOf(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
   JobRequest r;
@@ -256,8 +253,6 @@ JobRequest RequestOf(const v1::Job& job) {
   r.max_runtime_s = spec.max_runtime().seconds();
   return r;
 }
-
-}  // namespace
 
 std::vector<JobRequest> SchedulerCore::PendingRequests() {
   std::vector<JobRequest> pending;

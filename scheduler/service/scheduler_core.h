@@ -60,6 +60,10 @@ struct SchedulerOptions {
   std::optional<idle::IdlePolicy> idle;
 };
 
+// What placement needs of a job: its request per node, priority, team,
+// submit time and max_runtime.
+JobRequest RequestOf(const v1::Job& job);
+
 class SchedulerCore {
  public:
   SchedulerCore(JobStore* store, SchedulerOptions options);

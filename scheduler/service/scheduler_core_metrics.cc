@@ -21,17 +21,7 @@ MetricsView SchedulerCore::GaugesView(absl::Time now) {
     if (job.has_progress) job.progress = j.job.progress();
     view.jobs.push_back(std::move(job));
     if (j.job.state() != v1::JOB_STATE_PENDING) continue;
-    JobRequest r;
-    r.job_id = id;
-    r.gpus = spec.resources().gpus();
-    r.nodes = std::max(1, spec.resources().nodes());
-    r.gpu_types.assign(spec.resources().gpu_type().begin(),
-                       spec.resources().gpu_type().end());
-    r.cpu = spec.resources().cpu();
-    r.memory = spec.resources().memory_bytes();
-    r.labels.insert(spec.resources().labels().begin(),
-                    spec.resources().labels().end());
-    view.pending.push_back(std::move(r));
+    view.pending.push_back(RequestOf(j.job));
   }
   for (const auto& [key, a] : allocs_) {
     auto j = jobs_.find(std::get<0>(key));

@@ -107,6 +107,9 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
   double window_gpu_ms = 0;  // integral of alloc_gpus in the arrival window
   int64_t prev_ms = first_ms;
   scheduler::RecentMix arrived(0);  // every arrival so far
+  using ShapeKey =
+      std::tuple<double, double, int64_t, std::vector<std::string>>;
+  std::map<ShapeKey, scheduler::PendingReason> ever_fits;
   const bool arrival_mix =
       options.mix_from_arrivals &&
       options.policy == scheduler::PlacementOptions::Policy::kTupa;
@@ -149,9 +152,13 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
       r.memory = p.memory_mib << 20;
       r.max_runtime_s = std::max<int64_t>(1, p.duration_s);
       ++result.jobs;
-      // Judged on the whole fleet: stopped nodes do not make a job unfit.
-      const auto verdict = scheduler::CheckEverFits(nodes, r);
-      if (verdict != scheduler::PendingReason::kNone) {
+      // Judged on the whole fleet (stopped nodes do not make a job unfit),
+      // once per request shape.
+      auto [fit, fresh] =
+          ever_fits.try_emplace(ShapeKey{r.gpus, r.cpu, r.memory, r.gpu_types},
+                                scheduler::PendingReason::kNone);
+      if (fresh) fit->second = scheduler::CheckEverFits(nodes, r);
+      if (fit->second != scheduler::PendingReason::kNone) {
         ++result.never_fit;
         continue;
       }

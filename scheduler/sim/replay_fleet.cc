@@ -81,13 +81,6 @@ int64_t Fleet::NextWakeMs() const {
   return next;
 }
 
-bool Fleet::AnyDown() const {
-  for (const NodeState& n : nodes_) {
-    if (n.power != Power::kUp) return true;
-  }
-  return false;
-}
-
 void Fleet::CompleteBoots(int64_t now_ms, std::vector<NodeView>* nodes) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     NodeState& n = nodes_[i];

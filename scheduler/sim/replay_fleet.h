@@ -85,8 +85,6 @@ class Fleet {
   // When CompleteBoots() or RunPolicy() next has something to do; kNever when
   // nothing.
   int64_t NextWakeMs() const;
-  // Whether any node is down or booting (so a pending job may yet start).
-  bool AnyDown() const;
   // Closes every up interval at `end_ms` and totals the money.
   FleetReport Finish(int64_t end_ms);
 
