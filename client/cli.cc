@@ -1,9 +1,7 @@
 #include "client/cli.h"
 
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -11,6 +9,7 @@
 #include "client/args.h"
 #include "client/commands.h"
 #include "client/exit_codes.h"
+#include "common/files.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
 
@@ -134,12 +133,10 @@ std::pair<std::string, std::vector<std::string>> SplitCommand(
 }
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
+  std::optional<std::string> text = ReadWholeFile(path);
+  if (!text)
     return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return *std::move(text);
 }
 
 absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/client_credentials.h"
 #include "common/grpc_status.h"
 
 namespace tupa::client {
@@ -32,16 +33,11 @@ Connection::Connection(ConnectionOptions options)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      grpc::InsecureChannelCredentials();
-  if (!options_.tls_ca_pem.empty() || !options_.tls_cert_pem.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = options_.tls_ca_pem;
-    ssl.pem_cert_chain = options_.tls_cert_pem;
-    ssl.pem_private_key = options_.tls_key_pem;
-    credentials = grpc::SslCredentials(ssl);
-  }
-  channel_ = grpc::CreateCustomChannel(options_.target, credentials, args);
+  channel_ = grpc::CreateCustomChannel(
+      options_.target,
+      ClientCredentials(options_.tls_ca_pem, options_.tls_cert_pem,
+                        options_.tls_key_pem),
+      args);
   jobs_ = v1::JobService::NewStub(channel_);
   cluster_ = v1::ClusterService::NewStub(channel_);
   admin_ = v1::AdminService::NewStub(channel_);

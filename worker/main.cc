@@ -5,9 +5,7 @@
 
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -17,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/daemon.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/metrics.h"
 #include "worker/agent/agent.h"
@@ -65,12 +64,10 @@ std::string HostName() {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
+  std::optional<std::string> text = tupa::ReadWholeFile(path);
+  if (!text)
     return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return *std::move(text);
 }
 
 int64_t HostMemory() {

@@ -6,27 +6,30 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/metrics.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
 
 namespace tupa::scheduler {
 
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     const std::string& what) {
+  std::optional<std::string> text = ReadWholeFile(path);
+  if (!text)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot read ", path));
+  return *std::move(text);
+}
+
 absl::Status LoadPricingFile(const std::string& path,
                              SchedulerServerOptions& options) {
-  std::ifstream in(path);
-  if (!in)
-    return absl::InvalidArgumentError(
-        absl::StrCat("--pricing: cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto catalog = pricing::PriceCatalog::Parse(text.str(), "pricing");
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, "--pricing"));
+  auto catalog = pricing::PriceCatalog::Parse(text, "pricing");
   if (!catalog.ok())
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", catalog.status().message()));
@@ -95,17 +98,6 @@ absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     const std::string& what) {
-  std::ifstream in(path);
-  if (!in)
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace

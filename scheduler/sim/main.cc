@@ -14,10 +14,8 @@
 // Prints one JSON object on stdout. Exit 2 on bad usage, 1 on bad input.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "scheduler/idle/policy.h"
 #include "scheduler/pricing/price_catalog.h"
 #include "scheduler/sim/inflation.h"
@@ -112,11 +111,9 @@ absl::Status ParseFileFlag(std::map<std::string, std::string>& flags,
                            std::optional<T>* out) {
   if (!flags.count(flag)) return absl::OkStatus();
   const std::string& path = flags[flag];
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError("--" + flag + ": cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<T> value = parse(text.str());
+  std::optional<std::string> text = tupa::ReadWholeFile(path);
+  if (!text) return absl::NotFoundError("--" + flag + ": cannot read " + path);
+  absl::StatusOr<T> value = parse(*text);
   if (!value.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", value.status().message()));

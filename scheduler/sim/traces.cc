@@ -2,15 +2,14 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace tupa::sim {
@@ -90,11 +89,9 @@ absl::StatusOr<CsvTable> ParseCsv(const std::string& text) {
 }
 
 absl::StatusOr<CsvTable> ReadCsvFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  auto table = ParseCsv(buf.str());
+  std::optional<std::string> text = ReadWholeFile(path);
+  if (!text) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  auto table = ParseCsv(*text);
   if (!table.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", table.status().message()));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/client_credentials.h"
 #include "common/hook_runner.h"
 #include "tupa/v1/worker_protocol.grpc.pb.h"
 #include "worker/agent/progress_parser.h"
@@ -118,16 +119,10 @@ void Agent::Run() {
 }
 
 void Agent::Session() {
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      grpc::InsecureChannelCredentials();
-  if (!options_.tls_ca_pem.empty() || !options_.tls_cert_pem.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = options_.tls_ca_pem;
-    ssl.pem_cert_chain = options_.tls_cert_pem;
-    ssl.pem_private_key = options_.tls_key_pem;
-    credentials = grpc::SslCredentials(ssl);
-  }
-  auto channel = grpc::CreateChannel(options_.scheduler, credentials);
+  auto channel = grpc::CreateChannel(
+      options_.scheduler,
+      ClientCredentials(options_.tls_ca_pem, options_.tls_cert_pem,
+                        options_.tls_key_pem));
   auto stub = v1::WorkerService::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->Connect(&ctx);
