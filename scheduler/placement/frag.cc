@@ -9,9 +9,14 @@ namespace tupa::scheduler {
 FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
                      const std::vector<int64_t>& type_supply) {
   std::map<std::tuple<int, int, int64_t, int64_t, uint64_t>, double> merged;
+  double no_gpu = 0;  // summed weight of the shapes that ask for no GPU
   for (const Shape& s : shapes) {
-    if (s.demand.milli <= 0 || s.demand.count <= 0 || s.weight <= 0) continue;
+    if (s.weight <= 0) continue;
     const Demand& d = s.demand;
+    if (d.milli <= 0 || d.count <= 0) {
+      no_gpu += s.weight;
+      continue;
+    }
     merged[{d.milli, d.count, d.cpu_milli, d.memory, d.types}] += s.weight;
   }
   for (const auto& [key, weight] : merged) {
@@ -28,9 +33,13 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
   if (max_shapes > 0 && static_cast<int>(shapes_.size()) > max_shapes) {
     shapes_.resize(max_shapes);
   }
-  double total = 0;
-  for (const Shape& s : shapes_) total += s.weight;
+  double gpu = 0;
+  for (const Shape& s : shapes_) gpu += s.weight;
+  reject_weight_.assign(64, 0.0);
+  if (shapes_.empty()) return;  // no GPU shape: Frag() is not used
+  const double total = gpu + no_gpu;
   for (Shape& s : shapes_) s.weight /= total;
+  no_gpu_weight_ = no_gpu / total;
   std::stable_sort(shapes_.begin(), shapes_.end(),
                    [](const Shape& a, const Shape& b) {
                      return a.demand.milli < b.demand.milli;
@@ -38,7 +47,6 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
   const int types = std::min<int>(type_supply.size(), 64);
   int64_t supply_total = 0;
   for (int t = 0; t < types; ++t) supply_total += type_supply[t];
-  reject_weight_.assign(64, 0.0);
   for (int t = 0; t < 64; ++t) {
     double accepted = 0;  // sum(w_s, s accepts t), per-supply when known
     for (const Shape& s : shapes_) {
@@ -56,7 +64,7 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
                     static_cast<double>(usable);
       }
     }
-    reject_weight_[t] = 1.0 - accepted;
+    reject_weight_[t] = gpu / total - accepted;
   }
 }
 
@@ -81,7 +89,8 @@ double FragModel::Frag(const int* sorted_free, int n, int type_id,
                       memory_free >= d.memory;
     frag += s.weight * static_cast<double>(fits ? below : total);
   }
-  return frag + reject_weight_[type_id] * static_cast<double>(total);
+  return frag +
+         (no_gpu_weight_ + reject_weight_[type_id]) * static_cast<double>(total);
 }
 
 }  // namespace tupa::scheduler

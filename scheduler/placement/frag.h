@@ -3,7 +3,12 @@
 // the free GPU capacity that s could not use counts as fragment:
 //   - all free capacity when s cannot run on the pool (type not accepted, too
 //     few devices with room, or too little CPU / memory left);
-//   - otherwise the free capacity of devices with less room than s needs.
+//   - otherwise the free capacity of devices with less room than s needs;
+//   - all free capacity when s asks for no GPU at all. For one job this
+//     term moves every candidate by the same amount, but it is part of
+//     FGD's measure and shifts where FGD's integer score (FragScore in
+//     cluster_state.cc) rounds: dropping it packs 0.33 points worse on
+//     openb's gpushare40 list (docs/benchmarks.md).
 // The kTupa policy places a job where this expectation grows least, on
 // FGD's integer 0..100 scale (FragScore in cluster_state.cc), ties by best
 // fit.
@@ -39,9 +44,9 @@ class FragModel {
   };
 
   FragModel() = default;
-  // Keeps shapes that ask for GPUs (CPU-only ones add the same amount to
-  // every candidate), merges duplicates, keeps the `max_shapes` heaviest and
-  // normalises weights to sum 1.
+  // Merges duplicate GPU shapes and keeps the `max_shapes` heaviest; the
+  // shapes that ask for no GPU become one weight. Weights are normalised
+  // to sum 1 over both.
   // `type_supply[t]`: total GPU capacity (any unit) of type id t; empty
   // keeps FGD's plain type term.
   FragModel(std::vector<Shape> shapes, int max_shapes,
@@ -58,6 +63,7 @@ class FragModel {
   // Per type id: the weight with which a pool's whole free capacity counts
   // as fragment for the shapes that reject its type.
   std::vector<double> reject_weight_;
+  double no_gpu_weight_ = 0;  // weight of the shapes that ask for no GPU
 };
 
 }  // namespace tupa::scheduler

@@ -49,6 +49,21 @@ TEST(FragModel, WeightsAreNormalisedAndMixed) {
   EXPECT_DOUBLE_EQ(m.Frag(free, 2, 0, 1000, 1000), 0.5 * 0 + 0.5 * 500);
 }
 
+TEST(FragModel, ShapesWithoutGpusCountEveryFreeGpu) {
+  // A quarter of the mix asks for no GPU: FGD counts all free capacity as
+  // fragment for it, and the GPU shapes keep the other three quarters.
+  FragModel m({Shape(0, 0, kAnyType, 1), Shape(1000, 1, kAnyType, 3)}, 0);
+  const int free[] = {500, 1000};
+  EXPECT_DOUBLE_EQ(m.Frag(free, 2, 0, 1000, 1000), 0.25 * 1500 + 0.75 * 500);
+  // With supplies known the no-GPU weight is not taken for type pressure.
+  FragModel supplied({Shape(0, 0, kAnyType, 1), Shape(1000, 1, kAnyType, 3)},
+                     0, {2000, 6000});
+  EXPECT_DOUBLE_EQ(supplied.Frag(free, 2, 1, 1000, 1000),
+                   0.25 * 1500 + 0.75 * 500);
+  // Only shapes without GPUs: nothing to score against.
+  EXPECT_TRUE(FragModel({Shape(0, 0, kAnyType, 1)}, 0).empty());
+}
+
 TEST(FragModel, PlainFgdTypeTermWithoutSupplies) {
   // FGD: a shape that rejects the pool's type counts all its free GPU.
   FragModel m({Shape(1000, 1, kTypeA, 1), Shape(1000, 1, kAnyType, 1)}, 0);
