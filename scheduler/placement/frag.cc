@@ -89,8 +89,8 @@ double FragModel::Frag(const int* sorted_free, int n, int type_id,
                       memory_free >= d.memory;
     frag += s.weight * static_cast<double>(fits ? below : total);
   }
-  return frag +
-         (no_gpu_weight_ + reject_weight_[type_id]) * static_cast<double>(total);
+  return frag + (no_gpu_weight_ + reject_weight_[type_id]) *
+                    static_cast<double>(total);
 }
 
 }  // namespace tupa::scheduler

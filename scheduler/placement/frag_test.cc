@@ -56,8 +56,8 @@ TEST(FragModel, ShapesWithoutGpusCountEveryFreeGpu) {
   const int free[] = {500, 1000};
   EXPECT_DOUBLE_EQ(m.Frag(free, 2, 0, 1000, 1000), 0.25 * 1500 + 0.75 * 500);
   // With supplies known the no-GPU weight is not taken for type pressure.
-  FragModel supplied({Shape(0, 0, kAnyType, 1), Shape(1000, 1, kAnyType, 3)},
-                     0, {2000, 6000});
+  FragModel supplied({Shape(0, 0, kAnyType, 1), Shape(1000, 1, kAnyType, 3)}, 0,
+                     {2000, 6000});
   EXPECT_DOUBLE_EQ(supplied.Frag(free, 2, 1, 1000, 1000),
                    0.25 * 1500 + 0.75 * 500);
   // Only shapes without GPUs: nothing to score against.
