@@ -321,7 +321,8 @@ int32_t SchedulerCore::PickMasterPort(const std::string& worker_id,
     if (a.worker_id == worker_id && std::get<2>(key) == 0)
       used.insert(a.master_port);
   const int count = options_.master_port_count;
-  const int start = static_cast<int>((job_id * 131 + attempt * 7) % count);
+  const int start = static_cast<int>(
+      (job_id * 131 + attempt * 7 + master_port_salt_) % count);
   for (int i = 0; i < count; ++i) {
     int32_t port = options_.master_port_base + (start + i) % count;
     if (!used.count(port)) return port;
@@ -586,9 +587,19 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
     return absl::InvalidArgumentError("idempotency_key: longer than 200 bytes");
   std::string held;  // non-empty: admitted but held (BUDGET)
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckCouldEverFit(spec));
-  RETURN_IF_ERROR(CheckBudget(spec, absl::Now(), &held));
-  return held;
+  absl::Status admitted = CheckCouldEverFit(spec);
+  if (admitted.ok()) admitted = CheckBudget(spec, absl::Now(), &held);
+  if (admitted.ok() || idempotency_key.empty()) {
+    if (!admitted.ok()) return admitted;
+    return held;
+  }
+  // A retry of a submission that is already stored (its first answer was
+  // lost) is answered with that job, although the fleet or the team's
+  // spend may have changed since: refusing it would tell the client that a
+  // stored job was not accepted. The lookup runs on refusals only.
+  absl::StatusOr<bool> stored = store_->HasIdempotencyKey(idempotency_key);
+  if (stored.ok() && *stored) return std::string();
+  return admitted;
 }
 
 void SchedulerCore::Submit(v1::JobSpec spec, std::string idempotency_key,

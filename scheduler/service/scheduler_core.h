@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -258,6 +259,10 @@ class SchedulerCore {
 
   JobStore* const store_;
   const SchedulerOptions options_;
+  // Offsets PickMasterPort's first choice per scheduler process. Without
+  // it job 1 attempt 1 gets the same port under every scheduler, and two
+  // clusters sharing a host (the e2e tests under ctest -j2) collide.
+  const int64_t master_port_salt_ = std::random_device{}() % 65536;
   LogStore logs_;
   const std::unique_ptr<SchedulerMetrics> metrics_ =
       std::make_unique<SchedulerMetrics>();

@@ -210,6 +210,14 @@ absl::StatusOr<v1::Job> JobStore::GetJob(int64_t id) {
   });
 }
 
+absl::StatusOr<bool> JobStore::HasIdempotencyKey(const std::string& key) {
+  return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
+    pqxx::result r = w.exec_params(
+        "SELECT 1 FROM jobs WHERE idempotency_key = $1 LIMIT 1", key);
+    return !r.empty();
+  });
+}
+
 absl::StatusOr<std::vector<v1::Job>> JobStore::ListJobs(const JobFilter& f) {
   std::vector<std::string> states;
   for (auto s : f.states) states.push_back(StateName(s));

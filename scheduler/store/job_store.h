@@ -116,6 +116,8 @@ class JobStore {
       const std::vector<SubmitRequest>& requests);
 
   absl::StatusOr<v1::Job> GetJob(int64_t id);
+  // Whether a job was stored under this idempotency key.
+  absl::StatusOr<bool> HasIdempotencyKey(const std::string& key);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
   // PENDING, ASSIGNED and RUNNING jobs, with their open allocations as
   // placements. Used to rebuild the scheduler's view at start.

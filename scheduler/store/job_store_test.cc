@@ -121,6 +121,17 @@ TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
   EXPECT_EQ(all->size(), 1u);
 }
 
+TEST_F(JobStoreTest, HasIdempotencyKeyFindsOnlyStoredKeys) {
+  ASSERT_TRUE(store_->SubmitJob(Spec("k"), "key-stored").ok());
+  ASSERT_TRUE(store_->SubmitJob(Spec("k"), "").ok());
+  auto stored = store_->HasIdempotencyKey("key-stored");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_TRUE(*stored);
+  auto other = store_->HasIdempotencyKey("key-never-sent");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(*other);
+}
+
 TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   auto job = store_->SubmitJob(Spec("f"), "")->job;
   ASSERT_TRUE(store_
