@@ -500,19 +500,40 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
   }
   CancelAttemptNodes(id, attempt, reason);
   auto next = store_->RequeueJob(id, attempt, reason);
+  if (absl::IsUnavailable(next.status())) {
+    // The job waits, out of placement, until the new attempt is recorded.
+    Defer(absl::StrCat("the requeue of job ", id, " attempt ", attempt),
+          [this, id, attempt, reason]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            // Runs from RetryDeferred, under mu_.
+            auto later = store_->RequeueJob(id, attempt, reason);
+            if (!later.ok()) return later.status();
+            auto j = jobs_.find(id);
+            if (j != jobs_.end() && !j->second.terminal &&
+                j->second.job.attempt() == attempt)
+              MarkRequeued(j->second, *later, reason);
+            return absl::OkStatus();
+          });
+    return;
+  }
   if (!next.ok()) {
     LOG(ERROR) << "requeueing job " << id << ": " << next.status();
     return;
   }
+  MarkRequeued(job, *next, reason);
+}
+
+void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
+                                 const std::string& reason) {
+  const int64_t id = job.job.id();
   // The old attempt's remaining nodes stay in allocs_ (holding their
   // devices) until their workers report them gone or are lost.
-  job.job.set_attempt(*next);
+  job.job.set_attempt(next);
   job.job.set_state(v1::JOB_STATE_PENDING);
   metrics_->JobRequeued(id, job.job.spec().team(), absl::Now());
   job.job.set_message(reason);
   job.job.clear_placements();
   job.nodes_succeeded = 0;
-  LOG(INFO) << "job " << id << " requeued as attempt " << *next << ": "
+  LOG(INFO) << "job " << id << " requeued as attempt " << next << ": "
             << reason;
   wake_ = true;
   Changed();

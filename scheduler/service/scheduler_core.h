@@ -168,7 +168,12 @@ class SchedulerCore {
   void WorkerLost(const std::string& id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The current attempt of `job` lost a node: requeue while retries remain.
+  // With the database down the requeue is deferred, and the job stays out
+  // of placement until it is recorded.
   void RequeueOrFail(ActiveJob& job, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The view's half of a recorded requeue: attempt `next`, PENDING.
+  void MarkRequeued(ActiveJob& job, int32_t next, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishJob(ActiveJob& job, v1::JobState state, int32_t exit_code,
                  const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
