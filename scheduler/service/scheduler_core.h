@@ -237,6 +237,12 @@ class SchedulerCore {
   void EnforceBudgets(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   pricing::Money AccruedCost(int64_t job_id, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What `team`'s open allocations started since `since` cost up to `now`:
+  // the part of its spend PostgreSQL does not have yet (TeamSpend sums
+  // closed allocations only).
+  pricing::Money RunningTeamCost(const std::string& team, absl::Time since,
+                                 absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillUsage(v1::Job& job, const JobUsage& usage, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // scheduler_core_idle.cc: the idle policy, once a second.

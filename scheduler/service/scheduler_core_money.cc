@@ -158,6 +158,7 @@ absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
         std::string spent,
         store_->TeamSpend(spec.team(), absl::ToUnixMillis(month.start)));
     ASSIGN_OR_RETURN(request.spent_this_month, Money::FromString(spent));
+    request.spent_this_month += RunningTeamCost(spec.team(), month.start, now);
   }
   request.action = options_.pricing->budget_action();
   pricing::BudgetDecision d = pricing::DecideBudget(request);
@@ -181,6 +182,18 @@ Money SchedulerCore::AccruedCost(int64_t job_id, absl::Time now) {
   for (auto it = allocs_.lower_bound({job_id, 0, 0});
        it != allocs_.end() && std::get<0>(it->first) == job_id; ++it)
     total += CostOf(it->second, now);
+  return total;
+}
+
+Money SchedulerCore::RunningTeamCost(const std::string& team, absl::Time since,
+                                     absl::Time now) {
+  Money total;
+  for (const auto& [key, alloc] : allocs_) {
+    if (alloc.started < since) continue;  // as TeamSpend: by start time
+    auto j = jobs_.find(std::get<0>(key));
+    if (j != jobs_.end() && j->second.job.spec().team() == team)
+      total += CostOf(alloc, now);
+  }
   return total;
 }
 

@@ -116,6 +116,24 @@ class MoneyTest(unittest.TestCase):
             self.assertTrue(now["state"].endswith("PENDING"), now)
             self.assertIn("BUDGET", now.get("pending_reason", ""), now)
 
+    def test_budget_counts_what_running_jobs_cost_so_far(self):
+        config = write_config("reject")
+        with Cluster(workers=2, gpus_per_worker=2, region="sa-east-1",
+                     scheduler_config=config) as c:
+            wait_for(lambda: len(c.workers_json()) == 2, timeout=20, message="workers up")
+            # 2 GPUs at 0.01/s each: past the 0.50 budget after 25 s, running.
+            long = c.submit("--team", "small", "--gpus", "2", "--", "sleep", "600")
+            c.wait_job(long["id"], "RUNNING", timeout=30)
+            time.sleep(27)
+            small = c.cli("submit", "--team", "small", "--gpus", "1",
+                          "--max-runtime", "1s", "--", "true")
+            self.assertEqual(small.code, 1, small)
+            self.assertIn("BUDGET", small.stderr)
+            # Another team is not affected.
+            other = c.submit("--team", "vision", "--gpus", "1", "--max-runtime", "1s",
+                             "--", "true")
+            c.wait_job(other["id"], "SUCCEEDED", timeout=30)
+
     def test_worker_without_a_price_is_refused(self):
         config = write_config("reject")
         with Cluster(workers=1, gpus_per_worker=2, region="eu-west-9",
