@@ -36,6 +36,12 @@ absl::Status SchedulerCore::Start() {
   std::vector<int64_t> job_ids;
   for (const v1::Job& j : jobs) job_ids.push_back(j.id());
   ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(job_ids));
+  // The tupa policy's request mix is the last jobs submitted: read them
+  // back so that the first placements after a restart see the same mix.
+  JobFilter recent_filter;
+  recent_filter.limit = static_cast<int>(kRecentMixJobs);
+  ASSIGN_OR_RETURN(std::vector<v1::Job> recent,
+                   store_->ListJobs(recent_filter));
   if (options_.pricing) {
     for (const auto& b : options_.pricing->budgets())
       metrics_->SetTeamBudget(b.team, options_.pricing->currency(),
@@ -67,6 +73,9 @@ absl::Status SchedulerCore::Start() {
       span.up_since = absl::FromUnixMillis(u.started_at_ms);
       CloseUptime(span, now);
     }
+    const std::set<int64_t> active_ids(job_ids.begin(), job_ids.end());
+    for (auto it = recent.rbegin(); it != recent.rend(); ++it)  // oldest first
+      if (!active_ids.count(it->id())) recent_mix_.Add(RequestOf(*it));
     for (v1::Job& j : jobs) {
       ActiveJob active;
       active.assigned_at = now;
@@ -109,7 +118,8 @@ absl::Status SchedulerCore::Start() {
     }
     LOG(INFO) << "rebuilt from PostgreSQL: " << jobs_.size() << " active jobs, "
               << allocs_.size() << " open allocations, " << workers_.size()
-              << " known workers";
+              << " known workers; request mix of the last "
+              << recent_mix_.size() << " submitted jobs";
   }
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();

@@ -284,7 +284,9 @@ class SchedulerCore {
   // while submits wait for mu_. Terminal or forgotten jobs leave lazily.
   std::set<int64_t> off_peak_jobs_ ABSL_GUARDED_BY(mu_);
   // Shapes of the last jobs submitted: the request mix of the tupa policy.
-  RecentMix recent_mix_ ABSL_GUARDED_BY(mu_);
+  // Start() refills it from PostgreSQL.
+  static constexpr size_t kRecentMixJobs = 4096;
+  RecentMix recent_mix_ ABSL_GUARDED_BY(mu_){kRecentMixJobs};
   std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   // Why each job of the last placement pass waits; cleared when a cycle

@@ -207,6 +207,12 @@ class JobStore {
   // Borrows a connection (reconnecting it when broken) for one transaction.
   absl::StatusOr<std::unique_ptr<Lease>> Acquire();
   void Release(std::unique_ptr<pqxx::connection> conn);
+  // CreateToken and UpsertToken: one INSERT, `on_conflict` the difference.
+  absl::StatusOr<ApiTokenRecord> InsertToken(const std::string& sha256_hex,
+                                             const std::string& user,
+                                             const std::string& team,
+                                             bool admin,
+                                             const char* on_conflict);
 
   const std::string url_;
   absl::Mutex mu_;

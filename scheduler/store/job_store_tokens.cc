@@ -28,35 +28,33 @@ ApiTokenRecord FromRow(const pqxx::row& row) {
 
 }  // namespace
 
-absl::StatusOr<ApiTokenRecord> JobStore::CreateToken(
+absl::StatusOr<ApiTokenRecord> JobStore::InsertToken(
     const std::string& sha256_hex, const std::string& user,
-    const std::string& team, bool admin) {
+    const std::string& team, bool admin, const char* on_conflict) {
   return RunTx<ApiTokenRecord>(
       Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
         pqxx::result r = w.exec_params(
             absl::StrCat("INSERT INTO api_tokens (token_sha256, user_name, "
-                         "team, role) VALUES ($1, $2, $3, $4) RETURNING ",
-                         kColumns),
+                         "team, role) VALUES ($1, $2, $3, $4) ",
+                         on_conflict, " RETURNING ", kColumns),
             sha256_hex, user, team, admin ? "admin" : "user");
         return FromRow(r[0]);
       });
 }
 
+absl::StatusOr<ApiTokenRecord> JobStore::CreateToken(
+    const std::string& sha256_hex, const std::string& user,
+    const std::string& team, bool admin) {
+  return InsertToken(sha256_hex, user, team, admin, "");
+}
+
 absl::StatusOr<ApiTokenRecord> JobStore::UpsertToken(
     const std::string& sha256_hex, const std::string& user,
     const std::string& team, bool admin) {
-  return RunTx<ApiTokenRecord>(
-      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
-        pqxx::result r = w.exec_params(
-            absl::StrCat("INSERT INTO api_tokens (token_sha256, user_name, "
-                         "team, role) VALUES ($1, $2, $3, $4) "
-                         "ON CONFLICT (token_sha256) DO UPDATE SET "
-                         "user_name = EXCLUDED.user_name, team = "
-                         "EXCLUDED.team, role = EXCLUDED.role RETURNING ",
-                         kColumns),
-            sha256_hex, user, team, admin ? "admin" : "user");
-        return FromRow(r[0]);
-      });
+  return InsertToken(sha256_hex, user, team, admin,
+                     "ON CONFLICT (token_sha256) DO UPDATE SET "
+                     "user_name = EXCLUDED.user_name, team = EXCLUDED.team, "
+                     "role = EXCLUDED.role");
 }
 
 absl::StatusOr<ApiTokenRecord> JobStore::LookupToken(

@@ -50,6 +50,10 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
         with Cluster(workers=2, gpus_per_worker=2) as c:
             url = c.env["TUPA_DATABASE_URL"]
             marks, jobs = [], []
+            # Done before the kill: it is no longer active, but it is still
+            # part of the tupa request mix the restarted scheduler reads back.
+            quick = c.submit("--gpus", "0.5", "--", "true")
+            c.wait_job(quick["id"], "SUCCEEDED", timeout=60)
             cmd = (f'for i in $(seq 1 {TICKS}); do echo "tick $i attempt $TUPA_ATTEMPT"; '
                    'sleep 1; done')
             # Three jobs: one 2-GPU job (two ranks), a 1-GPU and a half-GPU job.
@@ -123,6 +127,7 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                 self.assertEqual(processes_with_env("TUPA_E2E_MARK", m), [])
             self.assertIn("rebuilt from PostgreSQL: 4 active jobs, 4 open allocations",
                           c.log("scheduler"))
+            self.assertIn("request mix of the last 5 submitted jobs", c.log("scheduler"))
 
     def test_exit_written_to_a_hung_scheduler_is_not_lost(self):
         with Cluster(workers=1, gpus_per_worker=2) as c:
