@@ -155,7 +155,16 @@ void ClusterState::SetRequestMix(const std::vector<RequestShape>& mix,
     if (pool.type_id < 0 || !nodes_[pool.node].schedulable) continue;
     for (int c : pool.capacity) supply[pool.type_id] += c;
   }
+  // Plain FGD counts a rejected type by shape weight alone.
+  if (policy_ == Policy::kFgd) supply.clear();
   frag_ = FragModel(std::move(shapes), max_shapes, supply);
+}
+
+double ClusterState::NextTieDraw() const {
+  tie_state_ ^= tie_state_ << 13;
+  tie_state_ ^= tie_state_ >> 7;
+  tie_state_ ^= tie_state_ << 17;
+  return static_cast<double>(tie_state_ >> 11);
 }
 
 bool ClusterState::FitsOnNode(const Demand& demand, int node,
@@ -429,8 +438,13 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
       0.5 * static_cast<double>(cpu_left) / cpu_norm_ +
       0.5 * static_cast<double>(gpu_free - demand.GpuMilliPerNode()) /
           gpu_norm_;
-  const bool use_frag = policy_ == Policy::kTupa && !frag_.empty();
-  // kTupa breaks fragmentation ties by best fit over all three resources.
+  const bool use_frag = UsesRequestMix(policy_) && !frag_.empty();
+  // kTupa breaks fragmentation ties by best fit over all three resources;
+  // the paper's policies pick at random among the top-scored nodes (one
+  // draw per node: its devices tie, and the first option wins).
+  const bool random_ties =
+      policy_ == Policy::kFgd || policy_ == Policy::kBestFitK8s;
+  const double tie = random_ties ? NextTieDraw() : 0;
   const double fit3 = fit + 0.5 * static_cast<double>(mem_left) / mem_norm_;
   const int n = static_cast<int>(c.sorted_free.size());
   double before = 0;
@@ -453,8 +467,8 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
   std::vector<int> after;
   for (int option : options) {
     Score s;
-    s.mem_left = mem_left;
-    s.price = node.price;
+    s.mem_left = random_ties ? 0 : mem_left;
+    s.price = random_ties ? 0 : node.price;
     s.node = pool.node;
     if (use_frag) {
       after = c.sorted_free;
@@ -467,7 +481,12 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
       s.primary = FragScore(
           frag_.Frag(after.data(), n, pool.type_id, cpu_left, mem_left) -
           before);
-      s.secondary = fit3;
+      s.secondary = random_ties ? tie : fit3;
+    } else if (policy_ == Policy::kBestFitK8s) {
+      // The Kubernetes 0..100 integer score of the paper's BestFit plugin,
+      // negated: lower is better.
+      s.primary = -std::floor((1 - fit) * 100);
+      s.secondary = tie;
     } else {
       s.primary = fit;
     }

@@ -52,8 +52,8 @@ class ClusterState {
 
   ClusterState(const std::vector<NodeView>& nodes, Policy policy);
 
-  // kTupa: the request mix fragmentation is measured against (the heaviest
-  // `max_shapes` shapes). Without one, kTupa scores like kBestFit.
+  // kTupa, kFgd: the request mix fragmentation is measured against (the
+  // heaviest `max_shapes` shapes). Without one, they score like kBestFit.
   void SetRequestMix(const std::vector<RequestShape>& mix, int max_shapes);
 
   // Converts a job's per-node request. nullopt when malformed: negative
@@ -151,6 +151,10 @@ class ClusterState {
   std::vector<std::vector<int>> by_type_;  // slot -> non-empty class ids
   double cpu_norm_ = 1, gpu_norm_ = 1, mem_norm_ = 1;
   int64_t total_gpu_milli_ = 0, free_gpu_milli_ = 0;
+  // kFgd, kBestFitK8s: xorshift64 state of the random tie-break (a fixed
+  // seed: a run is reproducible).
+  mutable uint64_t tie_state_ = 0x9E3779B97F4A7C15ull;
+  double NextTieDraw() const;
 };
 
 }  // namespace tupa::scheduler

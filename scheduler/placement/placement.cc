@@ -130,7 +130,7 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
                         const PlacementOptions& options) {
   PlacementPlan plan;
   ClusterState state(nodes, options.policy);
-  if (options.policy == PlacementOptions::Policy::kTupa) {
+  if (UsesRequestMix(options.policy)) {
     state.SetRequestMix(
         options.request_mix.empty() ? MixOf(pending) : options.request_mix,
         kMaxMixShapes);

@@ -104,16 +104,27 @@ struct RequestShape {
 };
 
 struct PlacementOptions {
-  enum class Policy { kFirstFit, kBestFit, kTupa };
+  // kFirstFit, kBestFit and kTupa are the scheduler's. kFgd and
+  // kBestFitK8s are the FGD paper's FGD and BestFit as its Kubernetes
+  // simulator runs them (integer 0..100 node score, a random choice among
+  // the top-scored nodes; plain FGD has no type pressure), kept so that
+  // tupa-sim compares against them in the same simulator.
+  enum class Policy { kFirstFit, kBestFit, kTupa, kFgd, kBestFitK8s };
   Policy policy = Policy::kTupa;
   bool backfill = true;
   int64_t now_ms = 0;
-  // kTupa only: the recent request mix. Empty = derived from `pending`.
+  // kTupa, kFgd: the recent request mix. Empty = derived from `pending`.
   std::vector<RequestShape> request_mix;
   // Unplaced jobs (in queue order) that get an estimated_start_ms; the
   // estimate costs a release simulation, so it is capped.
   int max_estimates = 64;
 };
+
+// Whether `policy` scores fragmentation against a request mix.
+inline bool UsesRequestMix(PlacementOptions::Policy policy) {
+  return policy == PlacementOptions::Policy::kTupa ||
+         policy == PlacementOptions::Policy::kFgd;
+}
 
 struct PlacementPlan {
   std::vector<JobPlacement> placed;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "scheduler/placement/cluster_state.h"
 
 namespace tupa::scheduler {
 namespace {
@@ -204,13 +205,39 @@ TEST_P(AllPolicies, OlderJobFirstAmongEqualPriority) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, AllPolicies,
                          ::testing::Values(Policy::kFirstFit, Policy::kBestFit,
-                                           Policy::kTupa));
+                                           Policy::kTupa, Policy::kFgd,
+                                           Policy::kBestFitK8s));
 
 TEST(BestFit, ChoosesNodeLeavingLeastFree) {
   auto plan = PlaceJobs({Node("big", 8), Busy(Node("snug", 8), 6)}, {Job(1, 2)},
                         {}, Opts());
   ASSERT_EQ(plan.placed.size(), 1u);
   EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "snug");
+}
+
+TEST(BestFit, PaperBestFitPicksAtRandomAmongTheTopIntegerScore) {
+  // a and b leave the same fit after a 1-GPU job (a: more CPU, fewer
+  // GPUs), c leaves 6 points more. kBestFit always takes a (the first);
+  // the paper's Kubernetes BestFit takes a or b, never c.
+  std::vector<NodeView> view = {Busy(Node("a", 8), 1), Node("b", 8),
+                                Node("c", 8)};
+  view[1].cpu_free = 56;
+  for (Policy p : {Policy::kBestFit, Policy::kBestFitK8s}) {
+    ClusterState state(view, p);
+    auto demand = state.MakeDemand(1, 1, kGiB, {}, 1);
+    ASSERT_TRUE(demand.has_value());
+    std::set<std::string> chosen;
+    for (int i = 0; i < 64; ++i) {
+      auto choice = state.FindNode(*demand, {});
+      ASSERT_TRUE(choice.has_value());
+      chosen.insert(state.WorkerId(choice->node));
+    }
+    if (p == Policy::kBestFit) {
+      EXPECT_EQ(chosen, (std::set<std::string>{"a"}));
+    } else {
+      EXPECT_EQ(chosen, (std::set<std::string>{"a", "b"}));
+    }
+  }
 }
 
 TEST(BestFit, FirstFitTakesFirstNodeInstead) {

@@ -26,7 +26,7 @@ InflationResult RunInflation(const std::vector<scheduler::NodeView>& nodes,
                              uint64_t seed, double stop_ratio) {
   InflationResult result;
   ClusterState state(nodes, policy);
-  if (policy == scheduler::PlacementOptions::Policy::kTupa) {
+  if (scheduler::UsesRequestMix(policy)) {
     state.SetRequestMix(MixOfPods(pods), /*max_shapes=*/128);
   }
   const double total = static_cast<double>(state.total_gpu_milli());

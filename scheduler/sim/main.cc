@@ -1,6 +1,7 @@
 // tupa-sim: trace simulator over the scheduler's own placement library.
 //   tupa-sim inflation --nodes N.csv --pods P.csv [--seeds 10]
-//                      [--policy firstfit|bestfit|tupa] [--stop-ratio 1.3]
+//                      [--policy firstfit|bestfit|tupa|fgd|bestfit-k8s]
+//                      [--stop-ratio 1.3]
 //   tupa-sim replay --jobs J.csv --nodes N.csv [--arrival-speedup X]
 //                   [--tupa-mix arrived|pending] [--node-fraction F]
 //                   [--policy P] [--pricing F] [--idle-policy F]
@@ -41,7 +42,7 @@ int Usage(const std::string& why) {
       stderr,
       "tupa-sim: %s\n"
       "usage: tupa-sim inflation --nodes N.csv --pods P.csv "
-      "[--seeds 10] [--policy firstfit|bestfit|tupa]\n"
+      "[--seeds 10] [--policy firstfit|bestfit|tupa|fgd|bestfit-k8s]\n"
       "       tupa-sim replay --jobs J.csv --nodes N.csv "
       "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n"
       "         [--node-fraction F] [--pricing F] [--idle-policy F] "
@@ -58,6 +59,10 @@ bool ParsePolicy(const std::string& s, Policy* p) {
     *p = Policy::kBestFit;
   else if (s == "tupa")
     *p = Policy::kTupa;
+  else if (s == "fgd")
+    *p = Policy::kFgd;
+  else if (s == "bestfit-k8s")
+    *p = Policy::kBestFitK8s;
   else
     return false;
   return true;

@@ -112,7 +112,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
   std::map<ShapeKey, scheduler::PendingReason> ever_fits;
   const bool arrival_mix =
       options.mix_from_arrivals &&
-      options.policy == scheduler::PlacementOptions::Policy::kTupa;
+      scheduler::UsesRequestMix(options.policy);
   size_t next = 0;
   scheduler::PlacementOptions popt;
   popt.policy = options.policy;

@@ -43,7 +43,7 @@ class SimCliTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60)
 
     def test_inflation_prints_the_allocation_ratio(self):
-        for policy in ("firstfit", "bestfit", "tupa"):
+        for policy in ("firstfit", "bestfit", "tupa", "fgd", "bestfit-k8s"):
             r = self.sim("inflation", "--nodes", self.files["nodes"],
                          "--pods", self.files["pods"], "--seeds", "3", "--policy", policy)
             self.assertEqual(r.returncode, 0, r.stderr)
