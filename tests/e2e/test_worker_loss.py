@@ -1,6 +1,7 @@
 """kill -9 of a worker while its job runs: the job requeues as attempt 2 and
 succeeds on the other worker; the killed worker, restarted, does not run
-the old attempt (issue 2, must-show 4)."""
+the old attempt (issue 2, must-show 4). The same with PostgreSQL down when
+the worker's lease runs out."""
 
 import os
 import time
@@ -10,19 +11,24 @@ import uuid
 from cluster import Cluster, processes_with_env, wait_for
 
 
+def start_blocking_job(c, mark):
+    """A 2-GPU job whose attempt 1 blocks (later attempts finish at once),
+    running: returns (job, the worker of its rank 0)."""
+    cmd = ('echo attempt $TUPA_ATTEMPT rank $RANK; '
+           'if [ "$TUPA_ATTEMPT" = 1 ]; then sleep 600; fi')
+    job = c.submit("--gpus", "2", "--retries", "2",
+                   "--env", f"TUPA_E2E_MARK={mark}", "--", "sh", "-c", cmd)
+    running = c.wait_job(job["id"], "RUNNING", timeout=60)
+    wait_for(lambda: len(processes_with_env("TUPA_E2E_MARK", mark)) >= 2,
+             timeout=20, message="ranks of attempt 1")
+    return job, running["placements"][0]["worker_id"]
+
+
 class WorkerLossTest(unittest.TestCase):
     def test_lost_worker_requeues_job_and_restarted_worker_is_fenced(self):
         with Cluster(workers=2, gpus_per_worker=2, worker_timeout="3s") as c:
             mark = uuid.uuid4().hex
-            # Attempt 1 blocks; later attempts finish quickly.
-            cmd = ('echo attempt $TUPA_ATTEMPT rank $RANK; '
-                   'if [ "$TUPA_ATTEMPT" = 1 ]; then sleep 600; fi')
-            job = c.submit("--gpus", "2", "--retries", "2",
-                           "--env", f"TUPA_E2E_MARK={mark}", "--", "sh", "-c", cmd)
-            running = c.wait_job(job["id"], "RUNNING", timeout=60)
-            victim = running["placements"][0]["worker_id"]
-            wait_for(lambda: len(processes_with_env("TUPA_E2E_MARK", mark)) >= 2,
-                     timeout=20, message="ranks of attempt 1")
+            job, victim = start_blocking_job(c, mark)
             c.kill(victim)
             # The ranks die with their worker (no orphans keep the devices).
             wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=10,
@@ -48,6 +54,22 @@ class WorkerLossTest(unittest.TestCase):
                              "the old attempt started again:\n" + since_restart[-3000:])
             victim_view = [w for w in c.workers_json() if w["id"] == victim][0]
             self.assertFalse(victim_view.get("running_jobs"), victim_view)
+
+    def test_requeue_waits_for_the_database_then_runs(self):
+        # The worker is lost while PostgreSQL is down: the requeue is
+        # recorded when the database returns, with no scheduler restart.
+        with Cluster(workers=2, gpus_per_worker=2, worker_timeout="3s") as c:
+            job, victim = start_blocking_job(c, uuid.uuid4().hex)
+            c.kill("postgres")
+            c.kill(victim)
+            # The lease (3 s) runs out with the database still down.
+            deferred = f"the requeue of job {job['id']} attempt 1"
+            wait_for(lambda: deferred in c.log("scheduler"), timeout=30,
+                     message="the requeue deferred while the database is down")
+            c.up()  # PostgreSQL and the victim come back
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=90)
+            self.assertEqual(done["attempt"], 2, done)
+            self.assertIn(f"recorded {deferred}", c.log("scheduler"))
 
     def _events(self, c, job_id):
         import subprocess
