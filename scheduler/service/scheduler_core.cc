@@ -617,9 +617,13 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   if (idempotency_key.size() > 200)
     return absl::InvalidArgumentError("idempotency_key: longer than 200 bytes");
   std::string held;  // non-empty: admitted but held (BUDGET)
+  const absl::Time now = absl::Now();
+  absl::StatusOr<std::optional<pricing::Money>> spend =
+      StoredTeamSpend(spec.team(), now);
   absl::MutexLock lock(&mu_);
-  absl::Status admitted = CheckCouldEverFit(spec);
-  if (admitted.ok()) admitted = CheckBudget(spec, absl::Now(), &held);
+  absl::Status admitted = spend.status();
+  if (admitted.ok()) admitted = CheckCouldEverFit(spec);
+  if (admitted.ok()) admitted = CheckBudget(spec, now, &held, *spend);
   if (admitted.ok() || idempotency_key.empty()) {
     if (!admitted.ok()) return admitted;
     return held;

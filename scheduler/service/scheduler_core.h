@@ -223,9 +223,18 @@ class SchedulerCore {
   void CloseUptime(WorkerEntry& worker, absl::Time end)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission: Ok (admit), FailedPrecondition (refused), or sets `*held`.
+  // `stored_spend`: StoredTeamSpend() fetched before taking mu_; without
+  // it the team's spend is read from PostgreSQL here, under mu_.
   absl::Status CheckBudget(const v1::JobSpec& spec, absl::Time now,
-                           std::string* held)
+                           std::string* held,
+                           std::optional<pricing::Money> stored_spend = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What PostgreSQL has of `team`'s spend this month, when the team has a
+  // monthly budget (nullopt otherwise). Needs no lock: Admit calls it
+  // before taking mu_, so that a submit never waits on the database while
+  // holding the core.
+  absl::StatusOr<std::optional<pricing::Money>> StoredTeamSpend(
+      const std::string& team, absl::Time now);
   // The cheapest estimate of `spec` over the known workers, if any.
   std::optional<pricing::Money> EstimateCost(const v1::JobSpec& spec,
                                              absl::Time now)

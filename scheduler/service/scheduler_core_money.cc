@@ -132,8 +132,20 @@ std::optional<Money> SchedulerCore::EstimateCost(const v1::JobSpec& spec,
   return best;
 }
 
+absl::StatusOr<std::optional<Money>> SchedulerCore::StoredTeamSpend(
+    const std::string& team, absl::Time now) {
+  if (!options_.pricing || !options_.pricing->MonthlyBudget(team))
+    return std::optional<Money>();
+  const pricing::BudgetMonth month = pricing::MonthContaining(now);
+  ASSIGN_OR_RETURN(std::string spent,
+                   store_->TeamSpend(team, absl::ToUnixMillis(month.start)));
+  ASSIGN_OR_RETURN(Money money, Money::FromString(spent));
+  return std::optional<Money>(money);
+}
+
 absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
-                                        std::string* held) {
+                                        std::string* held,
+                                        std::optional<Money> stored_spend) {
   held->clear();
   if (!options_.pricing) return absl::OkStatus();
   pricing::BudgetRequest request;
@@ -153,12 +165,12 @@ absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
   }
   request.estimated_cost = *estimate;
   if (request.monthly_budget) {
-    const pricing::BudgetMonth month = pricing::MonthContaining(now);
-    ASSIGN_OR_RETURN(
-        std::string spent,
-        store_->TeamSpend(spec.team(), absl::ToUnixMillis(month.start)));
-    ASSIGN_OR_RETURN(request.spent_this_month, Money::FromString(spent));
-    request.spent_this_month += RunningTeamCost(spec.team(), month.start, now);
+    if (!stored_spend) {
+      ASSIGN_OR_RETURN(stored_spend, StoredTeamSpend(spec.team(), now));
+    }
+    request.spent_this_month =
+        stored_spend.value_or(Money()) +
+        RunningTeamCost(spec.team(), pricing::MonthContaining(now).start, now);
   }
   request.action = options_.pricing->budget_action();
   pricing::BudgetDecision d = pricing::DecideBudget(request);
