@@ -316,8 +316,7 @@ void SchedulerCore::Schedule(absl::Time now) {
   PlacementOptions options;
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
-  if (UsesRequestMix(options.policy))
-    options.request_mix = recent_mix_.Mix();
+  if (UsesRequestMix(options.policy)) options.request_mix = recent_mix_.Mix();
   PlacementPlan plan =
       PlaceJobs(std::move(nodes), pending, RunningJobs(), options);
   for (const JobPlacement& p : plan.placed) StartPlacement(p, now);
