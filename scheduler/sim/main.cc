@@ -6,7 +6,7 @@
 //                   [--tupa-mix arrived|pending] [--node-fraction F]
 //                   [--policy P] [--pricing F] [--idle-policy F]
 //                   [--region R] [--offering O] [--start RFC3339]
-//                   [--boot-time D]
+//                   [--boot-time D] [--arrival-jitter S] [--seed N]
 //   --pricing: a price catalog (scheduler/pricing/price_catalog.h); nodes
 //   are priced as region x their GPU model x offering. --idle-policy: a
 //   scheduler config with idle_shutdown / scale_up sections
@@ -45,6 +45,7 @@ int Usage(const std::string& why) {
       "[--seeds 10] [--policy firstfit|bestfit|tupa|fgd|bestfit-k8s]\n"
       "       tupa-sim replay --jobs J.csv --nodes N.csv "
       "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n"
+      "         [--arrival-jitter S] [--seed N]\n"
       "         [--node-fraction F] [--pricing F] [--idle-policy F] "
       "[--region R]\n"
       "         [--offering O] [--start RFC3339] [--boot-time 3m]\n",
@@ -173,6 +174,14 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
        o.arrival_speedup <= 0)) {
     return Usage("--arrival-speedup must be positive");
   }
+  if (flags.count("arrival-jitter") &&
+      (!absl::SimpleAtod(flags["arrival-jitter"], &o.arrival_jitter_s) ||
+       !(o.arrival_jitter_s >= 0))) {
+    return Usage("--arrival-jitter must be a non-negative number of seconds");
+  }
+  if (flags.count("seed") && !absl::SimpleAtoi(flags["seed"], &o.seed)) {
+    return Usage("--seed must be a non-negative integer");
+  }
   if (flags.count("tupa-mix")) {
     if (flags["tupa-mix"] == "arrived") {
       o.mix_from_arrivals = true;
@@ -220,13 +229,14 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
   }
   std::printf(
       "{\"mode\": \"replay\", \"policy\": \"%s\", \"arrival_speedup\": %g, "
-      "\"nodes\": %zu, "
+      "\"arrival_jitter_s\": %g, \"seed\": %llu, \"nodes\": %zu, "
       "\"jobs\": %d, \"started\": %d, \"never_fit\": %d, "
       "\"avg_jct_s\": %.1f, \"p95_jct_s\": %.1f, \"avg_wait_s\": %.1f, "
       "\"p95_wait_s\": %.1f, \"makespan_s\": %.1f, "
       "\"gpu_utilisation\": %.4f, \"arrival_window_utilisation\": %.4f, "
       "\"passes\": %d%s}\n",
-      flags["policy"].c_str(), o.arrival_speedup, nodes->size(), r.jobs,
+      flags["policy"].c_str(), o.arrival_speedup, o.arrival_jitter_s,
+      static_cast<unsigned long long>(o.seed), nodes->size(), r.jobs,
       r.finished, r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s,
       r.p95_wait_s, r.makespan_s, r.gpu_utilisation,
       r.arrival_window_utilisation, r.passes, extra.c_str());

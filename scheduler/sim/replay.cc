@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <random>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -84,12 +85,21 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
   Cluster cluster(std::move(priced));
   std::vector<size_t> order(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) order[i] = i;
+  std::vector<double> submit_s(jobs.size());
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> jitter(-options.arrival_jitter_s,
+                                                options.arrival_jitter_s);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    submit_s[i] = jobs[i].submit_s;
+    if (options.arrival_jitter_s > 0)
+      submit_s[i] = std::max(0.0, submit_s[i] + jitter(rng));
+  }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return jobs[a].submit_s < jobs[b].submit_s;
+    return submit_s[a] < submit_s[b];
   });
   auto arrival_ms = [&](size_t i) {
     return static_cast<int64_t>(
-        std::llround(jobs[i].submit_s * 1000.0 / options.arrival_speedup));
+        std::llround(submit_s[i] * 1000.0 / options.arrival_speedup));
   };
 
   std::vector<JobRequest> pending;

@@ -6,6 +6,7 @@
 #ifndef TUPA_SCHEDULER_SIM_REPLAY_H_
 #define TUPA_SCHEDULER_SIM_REPLAY_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,13 @@ struct ReplayOptions {
   scheduler::PlacementOptions::Policy policy =
       scheduler::PlacementOptions::Policy::kTupa;
   double arrival_speedup = 1;
+  // Each job's submit time moves by a uniform draw in [-jitter, +jitter]
+  // seconds of trace time (before the speed-up; clamped at 0), seeded by
+  // `seed`. 0 replays the trace as it is. Replays with different seeds
+  // tell a systematic difference between policies from which jobs
+  // happened to collide.
+  double arrival_jitter_s = 0;
+  uint64_t seed = 1;
   // kTupa only. true: the request mix of every pass is built from all jobs
   // that have arrived so far (one unit of weight per arrival, merged by
   // shape), i.e. the workload's popularity as seen up to now, as inflation

@@ -1,3 +1,4 @@
+#include <set>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,31 @@ TEST(Replay, ArrivalWindowLeavesOutTheDrain) {
     // Window [0, 100] s on 4 GPUs: a 1 x 100 + b 2 x 10 = 120 GPU-s.
     EXPECT_NEAR(r.arrival_window_utilisation, 120.0 / 400.0, 1e-9);
   }
+}
+
+TEST(Replay, ArrivalJitterIsSeededAndCanReorderArrivals) {
+  auto nodes =
+      *NodesFromCsv(*ParseCsv("sn,cpu_milli,memory_mib,gpu,model\n"
+                              "n0,64000,262144,1,T4\n"));
+  // a then b, 1 s apart, on one GPU: whichever comes second waits.
+  auto jobs = *PodsFromCsv(
+      *ParseCsv("job_id,submit_time_s,duration_s,num_gpus,gpu_type,user\n"
+                "a,100,100,1,,u\n"
+                "b,101,10,1,,u\n"));
+  ReplayOptions o;
+  o.seed = 7;
+  EXPECT_DOUBLE_EQ(RunReplay(nodes, jobs, o)->avg_wait_s, 49.5);  // no jitter
+  o.arrival_jitter_s = 20;
+  std::set<double> waits;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    o.seed = seed;
+    const double first = RunReplay(nodes, jobs, o)->avg_wait_s;
+    EXPECT_DOUBLE_EQ(RunReplay(nodes, jobs, o)->avg_wait_s, first) << seed;
+    waits.insert(first);
+  }
+  // b (10 s) sometimes arrives first: a waits less than 10 s then.
+  EXPECT_GT(waits.size(), 1u);
+  EXPECT_LT(*waits.begin(), 10);
 }
 
 }  // namespace
