@@ -515,20 +515,39 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
           [this, id, attempt, reason]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
             // Runs from RetryDeferred, under mu_.
             auto later = store_->RequeueJob(id, attempt, reason);
-            if (!later.ok()) return later.status();
+            if (absl::IsUnavailable(later.status())) return later.status();
             auto j = jobs_.find(id);
-            if (j != jobs_.end() && !j->second.terminal &&
-                j->second.job.attempt() == attempt)
+            if (j == jobs_.end() || j->second.terminal ||
+                j->second.job.attempt() != attempt)
+              return later.status();
+            if (later.ok()) {
               MarkRequeued(j->second, *later, reason);
+            } else {
+              AdoptStoredRequeue(j->second, reason, later.status());
+            }
             return absl::OkStatus();
           });
     return;
   }
   if (!next.ok()) {
-    LOG(ERROR) << "requeueing job " << id << ": " << next.status();
+    AdoptStoredRequeue(job, reason, next.status());
     return;
   }
   MarkRequeued(job, *next, reason);
+}
+
+void SchedulerCore::AdoptStoredRequeue(ActiveJob& job,
+                                       const std::string& reason,
+                                       const absl::Status& error) {
+  // The usual cause: an earlier RequeueJob committed but its answer was
+  // lost, so the attempt fence now refuses it. PostgreSQL has the truth.
+  absl::StatusOr<v1::Job> stored = store_->GetJob(job.job.id());
+  if (stored.ok() && stored->attempt() > job.job.attempt() &&
+      stored->state() == v1::JOB_STATE_PENDING) {
+    MarkRequeued(job, stored->attempt(), reason);
+    return;
+  }
+  LOG(ERROR) << "requeueing job " << job.job.id() << ": " << error;
 }
 
 void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
@@ -619,14 +638,14 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   const absl::Time now = absl::Now();
   absl::StatusOr<std::optional<pricing::Money>> spend =
       StoredTeamSpend(spec.team(), now);
-  absl::MutexLock lock(&mu_);
   absl::Status admitted = spend.status();
-  if (admitted.ok()) admitted = CheckCouldEverFit(spec);
-  if (admitted.ok()) admitted = CheckBudget(spec, now, &held, *spend);
-  if (admitted.ok() || idempotency_key.empty()) {
-    if (!admitted.ok()) return admitted;
-    return held;
+  {
+    absl::MutexLock lock(&mu_);
+    if (admitted.ok()) admitted = CheckCouldEverFit(spec);
+    if (admitted.ok()) admitted = CheckBudget(spec, now, &held, *spend);
   }
+  if (admitted.ok()) return held;
+  if (idempotency_key.empty()) return admitted;
   // A retry of a submission that is already stored (its first answer was
   // lost) is answered with that job, although the fleet or the team's
   // spend may have changed since: refusing it would tell the client that a

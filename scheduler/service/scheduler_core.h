@@ -175,6 +175,12 @@ class SchedulerCore {
   // The view's half of a recorded requeue: attempt `next`, PENDING.
   void MarkRequeued(ActiveJob& job, int32_t next, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RequeueJob failed with `error` (not UNAVAILABLE): adopts the stored
+  // requeue if PostgreSQL has one (a commit whose answer was lost), else
+  // logs the error.
+  void AdoptStoredRequeue(ActiveJob& job, const std::string& reason,
+                          const absl::Status& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishJob(ActiveJob& job, v1::JobState state, int32_t exit_code,
                  const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelAttemptNodes(int64_t job_id, int32_t attempt,
