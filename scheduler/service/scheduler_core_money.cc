@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -212,14 +213,22 @@ Money SchedulerCore::RunningTeamCost(const std::string& team, absl::Time since,
 void SchedulerCore::EnforceBudgets(absl::Time now) {
   if (!options_.pricing) return;
   std::vector<int64_t> over;
+  // One read of a team's stored spend per call, however many of its jobs
+  // are held: this runs under mu_.
+  std::map<std::string, absl::StatusOr<std::optional<Money>>> spend;
   for (auto& [id, job] : jobs_) {
     if (job.terminal) continue;
     const v1::JobSpec& spec = job.job.spec();
     if (!job.pending_reason.empty() &&
         now - job.budget_checked > absl::Minutes(1)) {
       job.budget_checked = now;
+      auto team = spend.find(spec.team());
+      if (team == spend.end())
+        team =
+            spend.emplace(spec.team(), StoredTeamSpend(spec.team(), now)).first;
+      if (!team->second.ok()) continue;  // database down: next minute
       std::string held;
-      absl::Status s = CheckBudget(spec, now, &held);
+      absl::Status s = CheckBudget(spec, now, &held, *team->second);
       if (s.ok() && held.empty()) {
         job.pending_reason.clear();
         wake_ = true;
