@@ -257,6 +257,16 @@ bool PendingJobCanUse(const PendingJob& job, const WorkerInfo& w) {
   return true;
 }
 
+bool FitsLiveWorkers(const PendingJob& job,
+                     const std::vector<WorkerInfo>& workers) {
+  int usable = 0;
+  for (const WorkerInfo& w : workers) {
+    usable += w.state == WorkerInfo::State::kUp && PendingJobCanUse(job, w);
+    if (usable >= job.nodes) return true;
+  }
+  return false;
+}
+
 Decisions Decide(const IdlePolicy& policy, const Snapshot& snapshot,
                  const PolicyState& previous, absl::Time now) {
   Decisions d;

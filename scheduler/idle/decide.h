@@ -105,6 +105,11 @@ Decisions Decide(const IdlePolicy& policy, const Snapshot& snapshot,
 // devices, GPU type, labels, and CPU/memory when the job asks for them.
 bool PendingJobCanUse(const PendingJob& job, const WorkerInfo& worker);
 
+// Whether `job.nodes` live (kUp) workers of `workers` can each take one
+// node of `job` now: PendingJob::fits_live_worker.
+bool FitsLiveWorkers(const PendingJob& job,
+                     const std::vector<WorkerInfo>& workers);
+
 }  // namespace tupa::scheduler::idle
 
 #endif  // TUPA_SCHEDULER_IDLE_DECIDE_H_

@@ -42,6 +42,13 @@ absl::Status SchedulerCore::Start() {
   recent_filter.limit = static_cast<int>(kRecentMixJobs);
   ASSIGN_OR_RETURN(std::vector<v1::Job> recent,
                    store_->ListJobs(recent_filter));
+  // Stored spend of the teams whose pending jobs get a budget check below.
+  std::map<std::string, absl::StatusOr<std::optional<pricing::Money>>> spend;
+  for (const v1::Job& j : jobs)
+    if (j.state() == v1::JOB_STATE_PENDING && options_.pricing &&
+        !spend.count(j.spec().team()))
+      spend.emplace(j.spec().team(),
+                    StoredTeamSpend(j.spec().team(), absl::Now()));
   if (options_.pricing) {
     for (const auto& b : options_.pricing->budgets())
       metrics_->SetTeamBudget(b.team, options_.pricing->currency(),
@@ -87,8 +94,10 @@ absl::Status SchedulerCore::Start() {
       active.job = std::move(j);
       // A held job stays held across a restart.
       if (active.job.state() == v1::JOB_STATE_PENDING && options_.pricing) {
-        CheckBudget(active.job.spec(), now, &active.pending_reason)
-            .IgnoreError();
+        const auto& stored = spend.at(active.job.spec().team());
+        if (stored.ok())
+          CheckBudget(active.job.spec(), now, *stored, &active.pending_reason)
+              .IgnoreError();
         active.budget_checked = now;
       }
       AddJob(std::move(active));
@@ -520,25 +529,21 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
             if (j == jobs_.end() || j->second.terminal ||
                 j->second.job.attempt() != attempt)
               return later.status();
-            if (later.ok()) {
-              MarkRequeued(j->second, *later, reason);
-            } else {
-              AdoptStoredRequeue(j->second, reason, later.status());
-            }
+            RecordRequeue(j->second, later, reason);
             return absl::OkStatus();
           });
     return;
   }
-  if (!next.ok()) {
-    AdoptStoredRequeue(job, reason, next.status());
-    return;
-  }
-  MarkRequeued(job, *next, reason);
+  RecordRequeue(job, next, reason);
 }
 
-void SchedulerCore::AdoptStoredRequeue(ActiveJob& job,
-                                       const std::string& reason,
-                                       const absl::Status& error) {
+void SchedulerCore::RecordRequeue(ActiveJob& job,
+                                  const absl::StatusOr<int32_t>& next,
+                                  const std::string& reason) {
+  if (next.ok()) {
+    MarkRequeued(job, *next, reason);
+    return;
+  }
   // The usual cause: an earlier RequeueJob committed but its answer was
   // lost, so the attempt fence now refuses it. PostgreSQL has the truth.
   absl::StatusOr<v1::Job> stored = store_->GetJob(job.job.id());
@@ -547,7 +552,7 @@ void SchedulerCore::AdoptStoredRequeue(ActiveJob& job,
     MarkRequeued(job, stored->attempt(), reason);
     return;
   }
-  LOG(ERROR) << "requeueing job " << job.job.id() << ": " << error;
+  LOG(ERROR) << "requeueing job " << job.job.id() << ": " << next.status();
 }
 
 void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
@@ -642,7 +647,7 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   {
     absl::MutexLock lock(&mu_);
     if (admitted.ok()) admitted = CheckCouldEverFit(spec);
-    if (admitted.ok()) admitted = CheckBudget(spec, now, &held, *spend);
+    if (admitted.ok()) admitted = CheckBudget(spec, now, *spend, &held);
   }
   if (admitted.ok()) return held;
   if (idempotency_key.empty()) return admitted;

@@ -175,11 +175,11 @@ class SchedulerCore {
   // The view's half of a recorded requeue: attempt `next`, PENDING.
   void MarkRequeued(ActiveJob& job, int32_t next, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RequeueJob failed with `error` (not UNAVAILABLE): adopts the stored
-  // requeue if PostgreSQL has one (a commit whose answer was lost), else
-  // logs the error.
-  void AdoptStoredRequeue(ActiveJob& job, const std::string& reason,
-                          const absl::Status& error)
+  // The outcome of RequeueJob (not UNAVAILABLE) into the view: the new
+  // attempt, or on an error the requeue PostgreSQL already has (a commit
+  // whose answer was lost), else a logged error.
+  void RecordRequeue(ActiveJob& job, const absl::StatusOr<int32_t>& next,
+                     const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishJob(ActiveJob& job, v1::JobState state, int32_t exit_code,
                  const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -229,11 +229,11 @@ class SchedulerCore {
   void CloseUptime(WorkerEntry& worker, absl::Time end)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission: Ok (admit), FailedPrecondition (refused), or sets `*held`.
-  // `stored_spend`: StoredTeamSpend() fetched before taking mu_; without
-  // it the team's spend is read from PostgreSQL here, under mu_.
+  // `stored_spend`: StoredTeamSpend() of the job's team, read by the caller
+  // (outside mu_ where it can), so that no database call runs here.
   absl::Status CheckBudget(const v1::JobSpec& spec, absl::Time now,
-                           std::string* held,
-                           std::optional<pricing::Money> stored_spend = {})
+                           const std::optional<pricing::Money>& stored_spend,
+                           std::string* held)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What PostgreSQL has of `team`'s spend this month, when the team has a
   // monthly budget (nullopt otherwise). Needs no lock: Admit calls it

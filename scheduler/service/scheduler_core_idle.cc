@@ -98,11 +98,7 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
       p.pending_since = absl::FromUnixMillis(
           google::protobuf::util::TimeUtil::TimestampToMilliseconds(
               j.job.created_at()));
-      int usable = 0;
-      for (const idle::WorkerInfo& w : snap.workers)
-        usable += w.state == idle::WorkerInfo::State::kUp &&
-                  idle::PendingJobCanUse(p, w);
-      p.fits_live_worker = usable >= p.nodes;
+      p.fits_live_worker = idle::FitsLiveWorkers(p, snap.workers);
       snap.pending.push_back(std::move(p));
       continue;
     }

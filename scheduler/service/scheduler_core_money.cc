@@ -144,9 +144,9 @@ absl::StatusOr<std::optional<Money>> SchedulerCore::StoredTeamSpend(
   return std::optional<Money>(money);
 }
 
-absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
-                                        std::string* held,
-                                        std::optional<Money> stored_spend) {
+absl::Status SchedulerCore::CheckBudget(
+    const v1::JobSpec& spec, absl::Time now,
+    const std::optional<Money>& stored_spend, std::string* held) {
   held->clear();
   if (!options_.pricing) return absl::OkStatus();
   pricing::BudgetRequest request;
@@ -166,9 +166,6 @@ absl::Status SchedulerCore::CheckBudget(const v1::JobSpec& spec, absl::Time now,
   }
   request.estimated_cost = *estimate;
   if (request.monthly_budget) {
-    if (!stored_spend) {
-      ASSIGN_OR_RETURN(stored_spend, StoredTeamSpend(spec.team(), now));
-    }
     request.spent_this_month =
         stored_spend.value_or(Money()) +
         RunningTeamCost(spec.team(), pricing::MonthContaining(now).start, now);
@@ -228,7 +225,7 @@ void SchedulerCore::EnforceBudgets(absl::Time now) {
             spend.emplace(spec.team(), StoredTeamSpend(spec.team(), now)).first;
       if (!team->second.ok()) continue;  // database down: next minute
       std::string held;
-      absl::Status s = CheckBudget(spec, now, &held, *team->second);
+      absl::Status s = CheckBudget(spec, now, *team->second, &held);
       if (s.ok() && held.empty()) {
         job.pending_reason.clear();
         wake_ = true;

@@ -145,14 +145,7 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     auto [it, fresh] = fits.emplace(
         Shape{p.gpus_per_node, p.cpu_per_node, p.memory_per_node, p.gpu_types},
         false);
-    if (fresh) {
-      int usable = 0;
-      for (const idle::WorkerInfo& w : snap.workers) {
-        usable += idle::PendingJobCanUse(p, w);
-        if (usable >= p.nodes) break;
-      }
-      it->second = usable >= p.nodes;
-    }
+    if (fresh) it->second = idle::FitsLiveWorkers(p, snap.workers);
     p.fits_live_worker = it->second;
     snap.pending.push_back(std::move(p));
   }
@@ -190,11 +183,14 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
           : now_ms + std::max<int64_t>(1, absl::ToInt64Milliseconds(soonest));
 }
 
-void Fleet::StopNode(int i, int64_t now_ms) {
-  NodeState& n = nodes_[i];
-  fleet_cost_ += CostOf(n, n.gpus, n.up_since_ms, now_ms);
-  node_ms_ += static_cast<double>(now_ms - n.up_since_ms);
+void Fleet::CloseUp(NodeState& n, int64_t end_ms) {
+  fleet_cost_ += CostOf(n, n.gpus, n.up_since_ms, end_ms);
+  node_ms_ += static_cast<double>(std::max<int64_t>(0, end_ms - n.up_since_ms));
   n.power = Power::kDown;
+}
+
+void Fleet::StopNode(int i, int64_t now_ms) {
+  CloseUp(nodes_[i], now_ms);
   ++shutdowns_;
 }
 
@@ -243,11 +239,7 @@ void Fleet::BootFor(const idle::ScaleUpRequest& up,
 
 FleetReport Fleet::Finish(int64_t end_ms) {
   for (NodeState& n : nodes_) {
-    if (n.power == Power::kDown) continue;
-    fleet_cost_ += CostOf(n, n.gpus, n.up_since_ms, end_ms);
-    node_ms_ +=
-        static_cast<double>(std::max<int64_t>(0, end_ms - n.up_since_ms));
-    n.power = Power::kDown;
+    if (n.power != Power::kDown) CloseUp(n, end_ms);
   }
   FleetReport r;
   if (options_.pricing) r.currency = options_.pricing->currency();

@@ -109,6 +109,9 @@ class Fleet {
                         int64_t to_ms) const;
   void Decide(int64_t now_ms, std::vector<scheduler::NodeView>* nodes,
               const std::vector<scheduler::JobRequest>& pending);
+  // Bills `n`'s current up interval (booting counts) until `end_ms` and
+  // marks it down.
+  void CloseUp(NodeState& n, int64_t end_ms);
   void StopNode(int node, int64_t now_ms);
   void BootFor(const scheduler::idle::ScaleUpRequest& up,
                const std::vector<scheduler::JobRequest>& pending,
