@@ -17,7 +17,7 @@ namespace {
 using store_internal::FromMillis;
 using store_internal::kJobColumns;
 using store_internal::RowToJob;
-using store_internal::RunTx;
+using store_internal::RunAutocommit;
 
 // Inserts every job of the batch and its first event (jobs_id_seq is the
 // sequence of jobs.id, 0001_create_jobs.sql). Ids are drawn in
@@ -86,9 +86,10 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
     specs.Add(HexBytea(r.spec->SerializeAsString()));
     keys.Add(*r.idempotency_key);
   }
-  return RunTx<std::vector<SubmitResult>>(
+  return RunAutocommit<std::vector<SubmitResult>>(
       Acquire(),
-      [&](pqxx::work& w) -> absl::StatusOr<std::vector<SubmitResult>> {
+      [&](pqxx::nontransaction& w)
+          -> absl::StatusOr<std::vector<SubmitResult>> {
         std::vector<SubmitResult> out(requests.size());
         std::vector<bool> inserted(requests.size(), false);
         // Prepared once per connection (a no-op after): no parse or plan

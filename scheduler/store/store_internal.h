@@ -71,6 +71,22 @@ absl::StatusOr<T> RunTx(absl::StatusOr<std::unique_ptr<JobStore::Lease>> lease,
   }
 }
 
+// Runs `body(nontransaction)` on a connection in autocommit mode: every
+// statement commits on its own, atomically (one round trip, no BEGIN or
+// COMMIT). For bodies whose writes are one statement; maps libpqxx
+// exceptions like RunTx.
+template <typename T, typename Body>
+absl::StatusOr<T> RunAutocommit(
+    absl::StatusOr<std::unique_ptr<JobStore::Lease>> lease, Body body) {
+  if (!lease.ok()) return lease.status();
+  try {
+    pqxx::nontransaction w((*lease)->conn());
+    return body(w);
+  } catch (...) {
+    return StatusFromCurrentException();
+  }
+}
+
 }  // namespace store_internal
 }  // namespace tupa::scheduler
 

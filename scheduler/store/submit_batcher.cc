@@ -8,6 +8,7 @@ SubmitBatcher::SubmitBatcher(JobStore* store, int committers, int max_batch)
     : store_(store), max_batch_(max_batch) {
   for (int i = 0; i < std::max(1, committers); ++i)
     committers_.emplace_back([this] { CommitLoop(); });
+  completer_ = std::thread([this] { CompleteLoop(); });
 }
 
 SubmitBatcher::~SubmitBatcher() {
@@ -16,6 +17,11 @@ SubmitBatcher::~SubmitBatcher() {
     stopping_ = true;
   }
   for (auto& t : committers_) t.join();
+  {
+    absl::MutexLock lock(&done_mu_);
+    committers_done_ = true;
+  }
+  completer_.join();
 }
 
 void SubmitBatcher::SubmitAsync(v1::JobSpec spec, std::string idempotency_key,
@@ -63,11 +69,30 @@ void SubmitBatcher::CommitLoop() {
     for (const Request& r : batch) requests.push_back({&r.spec, &r.key});
     absl::StatusOr<std::vector<SubmitResult>> results =
         store_->SubmitJobs(requests);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (results.ok()) {
-        batch[i].done(std::move((*results)[i]));
-      } else {
-        batch[i].done(results.status());
+    absl::MutexLock lock(&done_mu_);
+    finished_.push_back({std::move(batch), std::move(results)});
+  }
+}
+
+void SubmitBatcher::CompleteLoop() {
+  while (true) {
+    std::deque<Finished> finished;
+    {
+      absl::MutexLock lock(&done_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(done_mu_) {
+        return !finished_.empty() || committers_done_;
+      };
+      done_mu_.Await(absl::Condition(&ready));
+      if (finished_.empty() && committers_done_) return;
+      finished.swap(finished_);
+    }
+    for (Finished& f : finished) {
+      for (size_t i = 0; i < f.batch.size(); ++i) {
+        if (f.results.ok()) {
+          f.batch[i].done(std::move((*f.results)[i]));
+        } else {
+          f.batch[i].done(f.results.status());
+        }
       }
     }
   }

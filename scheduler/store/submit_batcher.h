@@ -1,13 +1,15 @@
 // SubmitBatcher: group commit for job submissions.
 //
 // Concurrent submissions that arrive while a commit is in flight are
-// written together in the next transaction (one statement per batch,
-// JobStore::SubmitJobs), so N clients cost about one fsync per batch
-// instead of one each (BENCHMARKS.md: durable submissions/s against
-// pgbench's single-row INSERT tps). A submission completes only after the
-// transaction holding its job committed; when a batch fails, every
-// submission in it gets the error (Unavailable: retry with the same
-// idempotency key). Thread-safe.
+// written together in the next transaction (one autocommit statement per
+// batch, JobStore::SubmitJobs), so N clients cost about one fsync per batch
+// instead of one each. The committer hands a committed batch to a
+// completion thread and starts the next one at once: answering a batch's
+// callers (gRPC writes) overlaps the next commit instead of delaying it
+// (BENCHMARKS.md: durable submissions/s against pgbench's single-row INSERT
+// tps). A submission completes only after the transaction holding its job
+// committed; when a batch fails, every submission in it gets the error
+// (Unavailable: retry with the same idempotency key). Thread-safe.
 #ifndef TUPA_SCHEDULER_STORE_SUBMIT_BATCHER_H_
 #define TUPA_SCHEDULER_STORE_SUBMIT_BATCHER_H_
 
@@ -34,9 +36,9 @@ class SubmitBatcher {
   ~SubmitBatcher();
 
   // Queues one submission and returns at once. `done` runs exactly once:
-  // on a committer thread after the batch's transaction ended, or inline
+  // on the completion thread after the batch's transaction ended, or inline
   // (Unavailable) once the batcher is being destroyed. It must not block
-  // for long: the next batch of its committer waits for it.
+  // for long: the answers of later batches wait for it.
   void SubmitAsync(v1::JobSpec spec, std::string idempotency_key, Done done);
 
   // The same, waiting for the result.
@@ -49,14 +51,24 @@ class SubmitBatcher {
     std::string key;
     Done done;
   };
+  struct Finished {
+    std::vector<Request> batch;
+    absl::StatusOr<std::vector<SubmitResult>> results;
+  };
   void CommitLoop();
+  void CompleteLoop();
 
   JobStore* const store_;
   const int max_batch_;
   absl::Mutex mu_;
   std::deque<Request> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Committed batches whose callers are not answered yet.
+  absl::Mutex done_mu_;
+  std::deque<Finished> finished_ ABSL_GUARDED_BY(done_mu_);
+  bool committers_done_ ABSL_GUARDED_BY(done_mu_) = false;
   std::vector<std::thread> committers_;
+  std::thread completer_;
 };
 
 }  // namespace tupa::scheduler
