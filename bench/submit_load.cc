@@ -36,9 +36,13 @@ class Client {
  public:
   Client(const std::string& target, std::string key_prefix, Totals* totals)
       : key_prefix_(std::move(key_prefix)), totals_(totals) {
-    // One channel per client, like separate CLI processes would have.
+    // One channel per client, like separate CLI processes would have, with
+    // the CLI's arguments (client/connection.cc): no transparent retries
+    // (the CLI retries with its idempotency key), no channelz.
     grpc::ChannelArguments args;
     args.SetInt("grpc.use_local_subchannel_pool", 1);
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+    args.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
     stub_ = tupa::v1::JobService::NewStub(grpc::CreateCustomChannel(
         target, grpc::InsecureChannelCredentials(), args));
     req_.mutable_spec()->set_name("bench");

@@ -33,6 +33,11 @@ Connection::Connection(ConnectionOptions options)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // The CLI retries on its own, with the same idempotency key (NextBackoff),
+  // so gRPC's transparent retries only add a filter to every call; channelz
+  // is not served. Both off: bench/submit_load.cc uses the same arguments.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  args.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
   channel_ = grpc::CreateCustomChannel(
       options_.target,
       ClientCredentials(options_.tls_ca_pem, options_.tls_cert_pem,

@@ -19,8 +19,9 @@ using store_internal::kJobColumns;
 using store_internal::RowToJob;
 using store_internal::RunAutocommit;
 
-// Inserts every job of the batch and its first event (jobs_id_seq is the
-// sequence of jobs.id, 0001_create_jobs.sql). Ids are drawn in
+// Inserts every job of the batch (jobs_id_seq is the sequence of jobs.id,
+// 0001_create_jobs.sql). The job row is the submission's record: no
+// job_events row (0012_create_job_history.sql). Ids are drawn in
 // request order before the insert, so that each returned row names its
 // request (`ord`, 1-based). Rows are inserted in key order: two batches
 // that share keys then wait on each other instead of deadlocking. ON
@@ -37,9 +38,7 @@ constexpr char kInsertJobs[] =
     "  SELECT id, name, user_name, team, priority, spec, 'PENDING', "
     "    NULLIF(key, '') FROM input ORDER BY key, ord "
     "  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL "
-    "  DO NOTHING RETURNING id, created_at), "
-    "event AS (INSERT INTO job_events (job_id, attempt, state, message) "
-    "  SELECT id, 1, 'PENDING', 'submitted' FROM job) "
+    "  DO NOTHING RETURNING id, created_at) "
     "SELECT input.ord, job.id, "
     "  (extract(epoch FROM job.created_at) * 1000)::bigint "
     "FROM job JOIN input USING (id)";

@@ -101,6 +101,29 @@ TEST_F(JobStoreTest, JobStoredBeforeSpecProtoReadsItsJsonSpec) {
   EXPECT_EQ(job->spec().resources().gpus(), 3);
 }
 
+TEST_F(JobStoreTest, HistoryShowsEachSubmissionOnceBeforeAndAfter0012) {
+  const int64_t now_id = store_->SubmitJob(Spec("new"), "")->job.id();
+  pqxx::connection c(url_);
+  pqxx::work w(c);
+  // A job submitted before 0012 stored its submission as an event row.
+  const int64_t old_id =
+      w.exec(
+           "WITH j AS (INSERT INTO jobs (name, spec, state) VALUES ('old', "
+           "'{}', 'PENDING') RETURNING id) INSERT INTO job_events (job_id, "
+           "attempt, state, message) SELECT id, 1, 'PENDING', 'submitted' "
+           "FROM j RETURNING job_id")[0][0]
+          .as<int64_t>();
+  for (int64_t id : {now_id, old_id}) {
+    pqxx::result rows = w.exec_params(
+        "SELECT attempt, state, message FROM job_history WHERE job_id = $1",
+        id);
+    ASSERT_EQ(rows.size(), 1u) << "job " << id;
+    EXPECT_EQ(rows[0][0].as<int>(), 1);
+    EXPECT_EQ(rows[0][1].as<std::string>(), "PENDING");
+    EXPECT_EQ(rows[0][2].as<std::string>(), "submitted");
+  }
+}
+
 TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
   std::vector<std::thread> threads;
   std::atomic<int> created{0};
@@ -195,7 +218,7 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   EXPECT_EQ(done->attempt(), 2);
   pqxx::connection c(url_);
   pqxx::work w(c);
-  EXPECT_EQ(w.exec_params("SELECT count(*) FROM job_events WHERE job_id = $1",
+  EXPECT_EQ(w.exec_params("SELECT count(*) FROM job_history WHERE job_id = $1",
                           job.id())[0][0]
                 .as<int>(),
             5);  // PENDING, ASSIGNED, RUNNING, PENDING (attempt 2), FAILED
@@ -279,7 +302,9 @@ TEST_F(JobStoreTest, OneBatchMapsEachRequestToItsJobAndDedupesKeys) {
   pqxx::connection c(url_);
   pqxx::work w(c);
   EXPECT_EQ(w.exec("SELECT count(*) FROM jobs")[0][0].as<int>(), 5);
-  EXPECT_EQ(w.exec("SELECT count(*) FROM job_events")[0][0].as<int>(), 5);
+  EXPECT_EQ(w.exec("SELECT count(*) FROM job_history")[0][0].as<int>(), 5);
+  // The submission is the job row itself, not an event row (0012).
+  EXPECT_EQ(w.exec("SELECT count(*) FROM job_events")[0][0].as<int>(), 0);
 }
 
 TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {

@@ -118,7 +118,7 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                 # closed; one ASSIGNED event.
                 self.assertEqual(psql(url, "SELECT count(*), count(ended_at), max(attempt) FROM "
                                            f"allocations WHERE job_id = {job_id}"), "1|1|1")
-                self.assertEqual(psql(url, "SELECT count(*) FROM job_events WHERE "
+                self.assertEqual(psql(url, "SELECT count(*) FROM job_history WHERE "
                                            f"job_id = {job_id} AND state = 'ASSIGNED'"), "1")
             ended = c.wait_job(ender["id"], "SUCCEEDED", timeout=30)
             self.assertEqual(ended["attempt"], 1, ended)

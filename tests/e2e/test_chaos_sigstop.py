@@ -113,7 +113,7 @@ class ChaosSigstopTest(unittest.TestCase):
             self.assertNotEqual(rows[0][1], "", "attempt 1's allocation is still open")
             (ended, requeue_at, started), = psql(url, f"""
                 SELECT extract(epoch FROM a.ended_at),
-                       (SELECT extract(epoch FROM min(at)) FROM job_events
+                       (SELECT extract(epoch FROM min(at)) FROM job_history
                          WHERE job_id = {job_id} AND attempt = 2 AND state = 'PENDING'),
                        extract(epoch FROM a.started_at)
                   FROM allocations a WHERE job_id = {job_id} AND attempt = 1""")
@@ -133,7 +133,7 @@ class ChaosSigstopTest(unittest.TestCase):
             self.assertEqual(psql(url, f"SELECT count(*) FROM allocations WHERE job_id = {job_id}"),
                              [["2"]])
             # One terminal event, for attempt 2: the stale exit ended nothing.
-            events = psql(url, f"SELECT attempt, state FROM job_events WHERE job_id = {job_id} "
+            events = psql(url, f"SELECT attempt, state FROM job_history WHERE job_id = {job_id} "
                                "AND state IN ('SUCCEEDED', 'FAILED', 'CANCELLED')")
             self.assertEqual(events, [["2", "SUCCEEDED"]])
             # The woken worker's uptime spans do not overlap (not billed twice).

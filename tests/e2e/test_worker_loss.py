@@ -75,7 +75,7 @@ class WorkerLossTest(unittest.TestCase):
         import subprocess
         url = c.env["TUPA_DATABASE_URL"]
         out = subprocess.run(["psql", url, "-Atc",
-                              f"SELECT string_agg(message, ';') FROM job_events WHERE job_id = {job_id}"],
+                              f"SELECT string_agg(message, ';' ORDER BY at, event_id) FROM job_history WHERE job_id = {job_id}"],
                              capture_output=True, text=True)
         return out.stdout
 
