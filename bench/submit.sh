@@ -28,8 +28,11 @@ url=$("$ROOT/scripts/pg" url "$work/pg")
 psql "$url" -qAt -c "CREATE TABLE IF NOT EXISTS bench_rows (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)"
 echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+# /metrics stays on, as in production, on a free port of its own.
 TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
+  --metrics-listen "127.0.0.1:$(free_port)" \
   --data-dir "$work/scheduler" --auth=false >"$work/scheduler.log" 2>&1 &
 sched_pid=$!
 for _ in $(seq 100); do
