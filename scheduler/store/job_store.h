@@ -105,13 +105,15 @@ class JobStore {
   // under an advisory lock (several schedulers may start at once).
   absl::Status Migrate();
 
-  // Inserts a PENDING job (attempt 1) and its first event; with a non-empty
-  // key, a second call with the same key returns the first job.
+  // Inserts a PENDING job (attempt 1); the row itself records the
+  // submission (view job_history, 0012). With a non-empty key, a second
+  // call with the same key returns the first job.
   absl::StatusOr<SubmitResult> SubmitJob(const v1::JobSpec& spec,
                                          const std::string& idempotency_key);
 
-  // Several submissions in ONE transaction (group commit); results are in
-  // request order. Duplicate keys within the batch resolve to one job.
+  // Several submissions in ONE statement, committed on its own (group
+  // commit); results are in request order and are returned only after the
+  // commit. Duplicate keys within the batch resolve to one job.
   absl::StatusOr<std::vector<SubmitResult>> SubmitJobs(
       const std::vector<SubmitRequest>& requests);
 
