@@ -1,12 +1,7 @@
 // tupa-sim: trace simulator over the scheduler's own placement library.
-//   tupa-sim inflation --nodes N.csv --pods P.csv [--seeds 10]
-//                      [--policy firstfit|bestfit|tupa|fgd|bestfit-k8s]
-//                      [--stop-ratio 1.3]
-//   tupa-sim replay --jobs J.csv --nodes N.csv [--arrival-speedup X]
-//                   [--tupa-mix arrived|pending] [--node-fraction F]
-//                   [--policy P] [--pricing F] [--idle-policy F]
-//                   [--region R] [--offering O] [--start RFC3339]
-//                   [--boot-time D] [--arrival-jitter S] [--seed N]
+// Two modes, inflation (the FGD paper's experiment) and replay (time-driven,
+// real durations); the flags are listed once, in Usage() below, which
+// `tupa-sim` prints when run without arguments.
 //   --pricing: a price catalog (scheduler/pricing/price_catalog.h); nodes
 //   are priced as region x their GPU model x offering. --idle-policy: a
 //   scheduler config with idle_shutdown / scale_up sections
@@ -43,6 +38,7 @@ int Usage(const std::string& why) {
       "tupa-sim: %s\n"
       "usage: tupa-sim inflation --nodes N.csv --pods P.csv "
       "[--seeds 10] [--policy firstfit|bestfit|tupa|fgd|bestfit-k8s]\n"
+      "         [--stop-ratio 1.3]\n"
       "       tupa-sim replay --jobs J.csv --nodes N.csv "
       "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n"
       "         [--arrival-jitter S] [--seed N]\n"
