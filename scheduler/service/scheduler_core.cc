@@ -62,7 +62,7 @@ absl::Status SchedulerCore::Start() {
     for (v1::Worker& w : workers) {
       WorkerEntry entry;
       entry.last_seen = now;
-      entry.info = std::move(w);
+      SetWorkerInfo(entry, std::move(w));
       if (entry.info.devices_size() > 0)
         entry.gpu_type = entry.info.devices(0).gpu_type();
       entry.price =
@@ -587,50 +587,11 @@ void SchedulerCore::ForgetIfDone(int64_t job_id) {
   jobs_.erase(it);
 }
 
-absl::Status SchedulerCore::CheckCouldEverFit(const v1::JobSpec& spec) {
-  std::vector<const v1::Worker*> known;
-  // Every worker the cluster has had counts: a pool the idle policy
-  // stopped can be scaled up again.
-  for (const auto& [id, w] : workers_) known.push_back(&w.info);
-  if (known.empty()) return absl::OkStatus();  // nothing to judge by yet
-  const auto& r = spec.resources();
-  const int nodes = std::max(1, r.nodes());
-  if (nodes > static_cast<int>(known.size()))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resources.nodes: ", nodes, " nodes requested but the cluster has ",
-        known.size(), " worker(s)"));
-  const int need = static_cast<int>(std::ceil(r.gpus()));
-  std::set<std::string> types;
-  for (const v1::Worker* w : known)
-    for (const v1::Device& d : w->devices()) types.insert(d.gpu_type());
-  if (!r.gpu_type().empty()) {
-    bool any = false;
-    for (const auto& t : r.gpu_type()) any |= types.count(t) > 0;
-    if (!any)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "resources.gpu_type: no worker has ",
-          absl::StrJoin(r.gpu_type(), "/"), " (the cluster has ",
-          types.empty() ? "no GPUs" : absl::StrJoin(types, ", "), ")"));
-  }
-  int fitting = 0;
-  for (const v1::Worker* w : known) {
-    std::map<std::string, int> by_type;
-    for (const v1::Device& d : w->devices()) ++by_type[d.gpu_type()];
-    bool ok = need == 0;
-    for (const auto& [type, count] : by_type) {
-      const bool type_ok = r.gpu_type().empty() ||
-                           std::find(r.gpu_type().begin(), r.gpu_type().end(),
-                                     type) != r.gpu_type().end();
-      if (type_ok && count >= need) ok = true;
-    }
-    if (ok && w->cpu() + 1e-9 >= r.cpu() &&
-        (r.memory_bytes() == 0 || w->memory_bytes() >= r.memory_bytes()))
-      ++fitting;
-  }
-  if (fitting >= nodes) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "resources.gpus: no ", nodes, " worker(s) of this cluster can ever hold ",
-      r.gpus(), " GPU(s), ", r.cpu(), " CPU(s) and the memory requested"));
+void SchedulerCore::SetWorkerInfo(WorkerEntry& entry, v1::Worker info) {
+  if (entry.shape) fleet_shapes_.Remove(*entry.shape);
+  entry.shape = WorkerShape::Of(info);
+  fleet_shapes_.Add(*entry.shape);
+  entry.info = std::move(info);
 }
 
 absl::StatusOr<std::string> SchedulerCore::Admit(
@@ -646,7 +607,7 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   absl::Status admitted = spend.status();
   {
     absl::MutexLock lock(&mu_);
-    if (admitted.ok()) admitted = CheckCouldEverFit(spec);
+    if (admitted.ok()) admitted = fleet_shapes_.CouldEverFit(spec);
     if (admitted.ok()) admitted = CheckBudget(spec, now, *spend, &held);
   }
   if (admitted.ok()) return held;

@@ -36,6 +36,7 @@
 #include "scheduler/pricing/budget.h"
 #include "scheduler/pricing/cost.h"
 #include "scheduler/pricing/price_catalog.h"
+#include "scheduler/service/fleet_shapes.h"
 #include "scheduler/service/log_store.h"
 #include "scheduler/service/scheduler_metrics.h"
 #include "scheduler/service/worker_session.h"
@@ -153,7 +154,12 @@ class SchedulerCore {
     int64_t uptime_id = 0;  // open worker_uptime row, 0 if none
     absl::Time up_since;
     std::string stop_reason;  // set once told to shut down
+    // `info`'s shape as counted in fleet_shapes_ (SetWorkerInfo).
+    std::optional<WorkerShape> shape;
   };
+  // Replaces a worker's info, keeping fleet_shapes_ in step.
+  void SetWorkerInfo(WorkerEntry& entry, v1::Worker info)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void Loop();
   void RunCycle() ABSL_LOCKS_EXCLUDED(mu_);
@@ -194,8 +200,6 @@ class SchedulerCore {
   std::vector<NodeView> NodeViews() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int32_t PickMasterPort(const std::string& worker_id, int64_t job_id,
                          int32_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckCouldEverFit(const v1::JobSpec& spec)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Worker WorkerView(const WorkerEntry& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Send(const std::string& worker_id, v1::SchedulerMessage message)
@@ -304,6 +308,9 @@ class SchedulerCore {
   RecentMix recent_mix_ ABSL_GUARDED_BY(mu_){kRecentMixJobs};
   std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  // The shapes of workers_ (every worker known, whatever its state), for
+  // admission's "could this job ever fit" check.
+  FleetShapes fleet_shapes_ ABSL_GUARDED_BY(mu_);
   // Why each job of the last placement pass waits; cleared when a cycle
   // skips placement, so WhyJob then computes the reason itself.
   std::map<int64_t, PendingInfo> last_pending_ ABSL_GUARDED_BY(mu_);

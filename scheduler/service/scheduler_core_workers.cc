@@ -54,7 +54,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   *info.mutable_connected_at() = TimeUtil::GetCurrentTime();
   absl::Status stored = store_->UpsertWorker(info);
   if (!stored.ok()) return stored;
-  entry.info = std::move(info);
+  SetWorkerInfo(entry, std::move(info));
   entry.last_seen = absl::Now();
   entry.gpu_type = gpu_type;
   entry.price = price;
