@@ -375,21 +375,23 @@ absl::Status JobStore::CloseAllocation(int64_t id, int32_t attempt,
                                        int32_t node_rank, int64_t ended_at_ms,
                                        const std::string& cost,
                                        const std::string& currency) {
-  return RunTx<bool>(
-             Acquire(),
-             [&](pqxx::work& w) -> absl::StatusOr<bool> {
-               w.exec_params(
-                   absl::StrCat(
-                       "UPDATE allocations SET ended_at = GREATEST("
-                       "started_at, ",
-                       store_internal::MillisParam(4),
-                       "), cost = NULLIF($5, '')::numeric, currency = "
-                       "NULLIF($6, '') WHERE job_id = $1 AND attempt = $2 "
-                       "AND node_rank = $3 AND ended_at IS NULL"),
-                   id, attempt, node_rank, ended_at_ms, cost, currency);
-               return true;
-             })
-      .status();
+  absl::Status closed =
+      RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
+        w.exec_params(
+            absl::StrCat("UPDATE allocations SET ended_at = GREATEST("
+                         "started_at, ",
+                         store_internal::MillisParam(4),
+                         "), cost = NULLIF($5, '')::numeric, currency = "
+                         "NULLIF($6, '') WHERE job_id = $1 AND attempt = $2 "
+                         "AND node_rank = $3 AND ended_at IS NULL"),
+            id, attempt, node_rank, ended_at_ms, cost, currency);
+        return true;
+      }).status();
+  // After the commit, and also after a failure (the commit may have
+  // happened): TeamSpend's cached answers may be stale.
+  absl::MutexLock lock(&spend_mu_);
+  ++cost_generation_;
+  return closed;
 }
 
 absl::Status JobStore::UpdateProgress(int64_t id, int32_t attempt,

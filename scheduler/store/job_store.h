@@ -153,6 +153,10 @@ class JobStore {
   absl::StatusOr<std::map<int64_t, JobUsage>> GetJobsUsage(
       const std::vector<int64_t>& ids);
   // Sum of closed allocation costs of `team`'s jobs started since `since_ms`.
+  // Answered from memory while no allocation was closed through this store
+  // since the last read of the same (team, since_ms): only CloseAllocation
+  // writes costs, and budgeted submits ask on every submit. A cost written
+  // by hand in SQL shows after the next close or a restart.
   absl::StatusOr<std::string> TeamSpend(const std::string& team,
                                         int64_t since_ms);
   // Closed allocations started in [since, until), grouped by `group_by`
@@ -206,6 +210,9 @@ class JobStore {
 
  private:
   explicit JobStore(std::string url);
+  // TeamSpend's query, without the cache.
+  absl::StatusOr<std::string> ReadTeamSpend(const std::string& team,
+                                            int64_t since_ms);
   // Borrows a connection (reconnecting it when broken) for one transaction.
   absl::StatusOr<std::unique_ptr<Lease>> Acquire();
   void Release(std::unique_ptr<pqxx::connection> conn);
@@ -219,6 +226,16 @@ class JobStore {
   const std::string url_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
+  // TeamSpend's answers, valid while `cost_generation_` is unchanged; a
+  // CloseAllocation bumps it after its commit.
+  struct SpendEntry {
+    int64_t generation;
+    std::string spend;
+  };
+  absl::Mutex spend_mu_;
+  int64_t cost_generation_ ABSL_GUARDED_BY(spend_mu_) = 0;
+  std::map<std::pair<std::string, int64_t>, SpendEntry> spend_cache_
+      ABSL_GUARDED_BY(spend_mu_);
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   int pool_size_ = 4;
 };

@@ -186,6 +186,7 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   EXPECT_EQ(*next, 2);
   // The old attempt's allocation stays open until its node is closed.
   EXPECT_EQ(store_->LoadOpenAllocations()->size(), 1u);
+  EXPECT_EQ(*store_->TeamSpend("vision", 0), "0");  // read, and remembered
   ASSERT_TRUE(store_
                   ->CloseAllocation(job.id(), 1, 0,
                                     (*open)[0].started_at_ms + 3600 * 1000,
@@ -209,7 +210,20 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   ASSERT_EQ(by_type->size(), 1u);
   EXPECT_EQ((*by_type)[0].key, "A100-80GB");
   EXPECT_EQ((*by_type)[0].cost, "5.80");
+  // The close made the remembered "0" stale.
   EXPECT_EQ(*store_->TeamSpend("vision", 0), "5.80");
+  {
+    // A cost written by hand is not seen until the next close: the answer
+    // above is remembered, not read again.
+    pqxx::connection c(url_);
+    pqxx::work w(c);
+    w.exec_params("UPDATE allocations SET cost = 7 WHERE job_id = $1",
+                  job.id());
+    w.commit();
+  }
+  EXPECT_EQ(*store_->TeamSpend("vision", 0), "5.80");
+  ASSERT_TRUE(store_->CloseAllocation(job.id(), 2, 0, 0, "", "").ok());
+  EXPECT_EQ(*store_->TeamSpend("vision", 0), "7");
   EXPECT_EQ(store_->CostByGroup("color", 0, 1).status().code(),
             absl::StatusCode::kInvalidArgument);
   auto done = store_->GetJob(job.id());

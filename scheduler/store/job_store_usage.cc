@@ -63,6 +63,27 @@ absl::StatusOr<std::map<int64_t, JobUsage>> JobStore::GetJobsUsage(
 
 absl::StatusOr<std::string> JobStore::TeamSpend(const std::string& team,
                                                 int64_t since_ms) {
+  const std::pair<std::string, int64_t> key(team, since_ms);
+  int64_t generation;
+  {
+    absl::MutexLock lock(&spend_mu_);
+    generation = cost_generation_;
+    auto it = spend_cache_.find(key);
+    if (it != spend_cache_.end() && it->second.generation == generation)
+      return it->second.spend;
+  }
+  // Read under the generation seen before the query: a close that commits
+  // meanwhile bumps it, and this answer is not reused.
+  absl::StatusOr<std::string> spend = ReadTeamSpend(team, since_ms);
+  if (spend.ok()) {
+    absl::MutexLock lock(&spend_mu_);
+    spend_cache_[key] = {generation, *spend};
+  }
+  return spend;
+}
+
+absl::StatusOr<std::string> JobStore::ReadTeamSpend(const std::string& team,
+                                                    int64_t since_ms) {
   return RunTx<std::string>(
       Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::string> {
         pqxx::result r = w.exec_params(
