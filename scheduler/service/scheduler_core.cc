@@ -123,7 +123,8 @@ absl::Status SchedulerCore::Start() {
       }
       alloc.cpu = job->second.job.spec().resources().cpu();
       alloc.memory = job->second.job.spec().resources().memory_bytes();
-      allocs_[{a.job_id, a.attempt, a.node_rank}] = std::move(alloc);
+      alloc.team = job->second.job.spec().team();
+      AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
     LOG(INFO) << "rebuilt from PostgreSQL: " << jobs_.size() << " active jobs, "
               << allocs_.size() << " open allocations, " << workers_.size()
@@ -409,7 +410,8 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     a.region = workers_[n.worker_id].info.region();
     a.gpu_type = workers_[n.worker_id].gpu_type;
     a.price = workers_[n.worker_id].price;
-    allocs_[{job.job.id(), attempt, n.node_rank}] = a;
+    a.team = spec.team();
+    AddAlloc({job.job.id(), attempt, n.node_rank}, std::move(a));
     v1::Placement* p = job.job.add_placements();
     p->set_worker_id(n.worker_id);
     p->set_node_rank(n.node_rank);

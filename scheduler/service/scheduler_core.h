@@ -129,6 +129,7 @@ class SchedulerCore {
     std::string region;
     std::string gpu_type;
     std::optional<pricing::PriceEntry> price;  // from its worker
+    std::string team;                          // of its job
   };
 
   struct ActiveJob {
@@ -259,6 +260,9 @@ class SchedulerCore {
   // What `team`'s open allocations started since `since` cost up to `now`:
   // the part of its spend PostgreSQL does not have yet (TeamSpend sums
   // closed allocations only).
+  void AddAlloc(const AllocKey& key, Alloc alloc)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseAlloc(const AllocKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   pricing::Money RunningTeamCost(const std::string& team, absl::Time since,
                                  absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -306,7 +310,12 @@ class SchedulerCore {
   // Start() refills it from PostgreSQL.
   static constexpr size_t kRecentMixJobs = 4096;
   RecentMix recent_mix_ ABSL_GUARDED_BY(mu_){kRecentMixJobs};
+  // Open allocations; add and erase them only with AddAlloc / EraseAlloc,
+  // which keep team_allocs_ in step.
   std::map<AllocKey, Alloc> allocs_ ABSL_GUARDED_BY(mu_);
+  // The keys of allocs_ by their job's team: a budgeted submit prices its
+  // team's running allocations, not every open one (RunningTeamCost).
+  std::map<std::string, std::set<AllocKey>> team_allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   // The shapes of workers_ (every worker known, whatever its state), for
   // admission's "could this job ever fit" check.

@@ -198,13 +198,30 @@ Money SchedulerCore::AccruedCost(int64_t job_id, absl::Time now) {
 Money SchedulerCore::RunningTeamCost(const std::string& team, absl::Time since,
                                      absl::Time now) {
   Money total;
-  for (const auto& [key, alloc] : allocs_) {
+  auto keys = team_allocs_.find(team);
+  if (keys == team_allocs_.end()) return total;
+  for (const AllocKey& key : keys->second) {
+    const Alloc& alloc = allocs_.at(key);
     if (alloc.started < since) continue;  // as TeamSpend: by start time
-    auto j = jobs_.find(std::get<0>(key));
-    if (j != jobs_.end() && j->second.job.spec().team() == team)
-      total += CostOf(alloc, now);
+    total += CostOf(alloc, now);
   }
   return total;
+}
+
+void SchedulerCore::AddAlloc(const AllocKey& key, Alloc alloc) {
+  team_allocs_[alloc.team].insert(key);
+  allocs_[key] = std::move(alloc);
+}
+
+void SchedulerCore::EraseAlloc(const AllocKey& key) {
+  auto it = allocs_.find(key);
+  if (it == allocs_.end()) return;
+  auto keys = team_allocs_.find(it->second.team);
+  if (keys != team_allocs_.end()) {
+    keys->second.erase(key);
+    if (keys->second.empty()) team_allocs_.erase(keys);
+  }
+  allocs_.erase(it);
 }
 
 void SchedulerCore::EnforceBudgets(absl::Time now) {

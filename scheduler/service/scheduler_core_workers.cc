@@ -99,7 +99,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
       gone.push_back(key);
   for (const AllocKey& key : gone) {
     CloseAlloc(key, allocs_[key], absl::Now());
-    allocs_.erase(key);
+    EraseAlloc(key);
     const auto [job_id, attempt, node] = key;
     auto j = jobs_.find(job_id);
     if (j != jobs_.end() && !j->second.terminal &&
@@ -157,7 +157,7 @@ void SchedulerCore::WorkerLost(const std::string& id,
     if (a.worker_id == id) lost.push_back(key);
   for (const AllocKey& key : lost) {
     CloseAlloc(key, allocs_[key], w.last_seen);
-    allocs_.erase(key);
+    EraseAlloc(key);
     const auto [job_id, attempt, node] = key;
     auto j = jobs_.find(job_id);
     if (j != jobs_.end() && !j->second.terminal &&
@@ -275,7 +275,7 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
   }
   if (status.state() != v1::NODE_STATE_EXITED) return;
   CloseAlloc(key, a->second, absl::Now());
-  allocs_.erase(a);
+  EraseAlloc(key);
   Changed();
   if (current) {
     ActiveJob& job = j->second;
