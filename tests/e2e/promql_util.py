@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -32,9 +31,14 @@ GRAFANA_SUBSTITUTIONS = [
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, outside the kernel's ephemeral range, as
+    scripts/lib/ports.sh picks them: a port bound to 0 comes from that range,
+    where any outgoing connection may take it before Prometheus binds it."""
+    out = subprocess.run(
+        ["bash", "-c", 'source "$1" && pick_free_port', "_",
+         os.path.join(SOURCE_DIR, "scripts", "lib", "ports.sh")],
+        capture_output=True, text=True, check=True)
+    return int(out.stdout)
 
 
 def dashboard_queries(path):
