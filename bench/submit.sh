@@ -28,7 +28,9 @@ url=$("$ROOT/scripts/pg" url "$work/pg")
 psql "$url" -qAt -c "CREATE TABLE IF NOT EXISTS bench_rows (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)"
 echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../scripts/lib/ports.sh
+source "$ROOT/scripts/lib/ports.sh"
+free_port() { pick_free_port || { echo "no free TCP port" >&2; exit 1; }; }
 port=$(free_port)
 # /metrics stays on, as in production, on a free port of its own.
 TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \

@@ -30,7 +30,9 @@ trap cleanup EXIT
 
 TUPA_PG_SYNCHRONOUS_COMMIT=${SYNC:-on} "$ROOT/scripts/pg" start "$work/pg" >/dev/null
 url=$("$ROOT/scripts/pg" url "$work/pg")
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../scripts/lib/ports.sh
+source "$ROOT/scripts/lib/ports.sh"
+free_port() { pick_free_port || { echo "no free TCP port" >&2; exit 1; }; }
 port=$(free_port)
 TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
   --metrics-listen "127.0.0.1:$(free_port)" \
