@@ -12,35 +12,11 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-8}
 ROUNDS=${ROUNDS:-3}
 PGBIN=/usr/lib/postgresql/15/bin
 
-work=$(mktemp -d /tmp/tupa-bench-submit.XXXXXX)
-chmod 755 "$work"
-sched_pid=
-cleanup() {
-  [[ -n $sched_pid ]] && kill "$sched_pid" 2>/dev/null && wait "$sched_pid" 2>/dev/null || true
-  "$ROOT/scripts/pg" stop "$work/pg" >/dev/null 2>&1 || true
-  "$ROOT/scripts/pg" purge "$work/pg" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-TUPA_PG_SYNCHRONOUS_COMMIT=on "$ROOT/scripts/pg" start "$work/pg" >/dev/null
-url=$("$ROOT/scripts/pg" url "$work/pg")
+# shellcheck source=lib/submit_stack.sh
+source "$ROOT/bench/lib/submit_stack.sh"
+start_submit_stack on
 psql "$url" -qAt -c "CREATE TABLE IF NOT EXISTS bench_rows (id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL)"
 echo "INSERT INTO bench_rows (payload) VALUES ('x');" > "$work/insert.sql"
-
-# shellcheck source=../scripts/lib/ports.sh
-source "$ROOT/scripts/lib/ports.sh"
-free_port() { pick_free_port || { echo "no free TCP port" >&2; exit 1; }; }
-port=$(free_port)
-# /metrics stays on, as in production, on a free port of its own.
-TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
-  --metrics-listen "127.0.0.1:$(free_port)" \
-  --data-dir "$work/scheduler" --auth=false >"$work/scheduler.log" 2>&1 &
-sched_pid=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.1
-done
 
 results=()
 for round in $(seq "$ROUNDS"); do

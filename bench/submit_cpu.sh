@@ -17,31 +17,9 @@ RUNS=${RUNS:-2}
 HZ=$(getconf CLK_TCK)
 CORES=$(nproc)
 
-work=$(mktemp -d /tmp/tupa-bench-submit-cpu.XXXXXX)
-chmod 755 "$work"
-sched_pid=
-cleanup() {
-  [[ -n $sched_pid ]] && kill "$sched_pid" 2>/dev/null && wait "$sched_pid" 2>/dev/null || true
-  "$ROOT/scripts/pg" stop "$work/pg" >/dev/null 2>&1 || true
-  "$ROOT/scripts/pg" purge "$work/pg" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-TUPA_PG_SYNCHRONOUS_COMMIT=${SYNC:-on} "$ROOT/scripts/pg" start "$work/pg" >/dev/null
-url=$("$ROOT/scripts/pg" url "$work/pg")
-# shellcheck source=../scripts/lib/ports.sh
-source "$ROOT/scripts/lib/ports.sh"
-free_port() { pick_free_port || { echo "no free TCP port" >&2; exit 1; }; }
-port=$(free_port)
-TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
-  --metrics-listen "127.0.0.1:$(free_port)" \
-  --data-dir "$work/scheduler" --auth=false >"$work/scheduler.log" 2>&1 &
-sched_pid=$!
-for _ in $(seq 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.1
-done
+# shellcheck source=lib/submit_stack.sh
+source "$ROOT/bench/lib/submit_stack.sh"
+start_submit_stack ${SYNC:-on}
 "$BIN/tupa-bench-submit-load" "127.0.0.1:$port" "$CLIENTS" 2 >/dev/null  # warm-up
 
 # utime + stime ticks of the given pids (those that still exist).
