@@ -395,7 +395,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
                       absl::StrCat("must be between 1 and ", kMaxNodes));
   if (r.gpus() > 0 && r.gpus() < 1 && r.nodes() > 1)
     return FieldError("resources.gpus", "a GPU share needs nodes: 1");
-  if (r.cpu() < 0 || r.cpu() > 100000)
+  if (!(r.cpu() >= 0 && r.cpu() <= 100000))  // also refuses NaN
     return FieldError("resources.cpu", "must be between 0 and 100000");
   if (r.memory_bytes() < 0)
     return FieldError("resources.memory", "must be >= 0");
@@ -403,6 +403,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     if (t.empty()) return FieldError("resources.gpu_type", "empty type name");
   if (spec.has_max_runtime() && spec.max_runtime().seconds() <= 0)
     return FieldError("max_runtime", "must be positive");
+  if (spec.has_max_runtime() && spec.max_runtime().seconds() > kMaxRuntimeS)
+    return FieldError("max_runtime", "must be at most 365 days");
   if (!spec.max_cost().empty()) {
     auto money = ParseMoney(spec.max_cost(), "max_cost");
     if (!money.ok()) return money.status();
@@ -428,6 +430,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     if (!std::regex_match(k, kEnvName))
       return FieldError(absl::StrCat("env.", k),
                         "is not a valid variable name");
+  if (has_train && spec.launch() == v1::LAUNCH_MODE_PER_NODE)
+    return FieldError("launch",
+                      "per-node is for commands; the built-in trainer runs "
+                      "one rank per GPU (per-gpu)");
   if (has_train) {
     const auto& t = spec.train();
     if (t.model().type() != "mlp")
@@ -449,6 +455,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     if (t.steps() < 0) return FieldError("train.steps", "must be >= 0");
     if (t.checkpoint_every() < 0)
       return FieldError("train.checkpoint_every", "must be >= 0");
+    if (t.log_every() < 0) return FieldError("train.log_every", "must be >= 0");
+    if (t.data().samples() < 0)
+      return FieldError("train.data.samples", "must be >= 0");
+    if (t.data().test_samples() < 0)
+      return FieldError("train.data.test_samples", "must be >= 0");
     if (t.precision() != "fp32" && t.precision() != "bf16" &&
         t.precision() != "fp16")
       return FieldError("train.precision", "must be fp32, bf16 or fp16");
@@ -457,8 +468,21 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return FieldError("train.optimizer.name", "must be adamw or sgd");
     if (!(o.lr() > 0 && o.lr() < 10))
       return FieldError("train.optimizer.lr", "must be in (0, 10)");
-    if (o.weight_decay() < 0)
+    if (!(o.weight_decay() >= 0))
       return FieldError("train.optimizer.weight_decay", "must be >= 0");
+    // 0 means the default in the fields below (proto3 has no presence).
+    if (!(o.momentum() >= 0 && o.momentum() < 1))
+      return FieldError("train.optimizer.momentum", "must be in [0, 1)");
+    if (!(o.beta1() >= 0 && o.beta1() < 1))
+      return FieldError("train.optimizer.beta1", "must be in [0, 1)");
+    if (!(o.beta2() >= 0 && o.beta2() < 1))
+      return FieldError("train.optimizer.beta2", "must be in [0, 1)");
+    if (!(o.eps() >= 0 && o.eps() < 1))
+      return FieldError("train.optimizer.eps", "must be in [0, 1)");
+    if (!(o.grad_clip() >= 0))
+      return FieldError("train.optimizer.grad_clip", "must be >= 0");
+    if (o.warmup_steps() < 0)
+      return FieldError("train.optimizer.warmup_steps", "must be >= 0");
     if (!o.schedule().empty() && o.schedule() != "constant" &&
         o.schedule() != "cosine")
       return FieldError("train.optimizer.schedule",

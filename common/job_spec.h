@@ -7,6 +7,7 @@
 #ifndef TUPA_COMMON_JOB_SPEC_H_
 #define TUPA_COMMON_JOB_SPEC_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -18,6 +19,8 @@ namespace tupa {
 
 inline constexpr int kMaxGpusPerNode = 1024;
 inline constexpr int kMaxNodes = 4096;
+// max_runtime's upper bound (365 days): keeps start + max_runtime in range.
+inline constexpr int64_t kMaxRuntimeS = 365LL * 24 * 3600;
 
 // Parses the YAML job spec of DESIGN §4. Unknown fields, wrong types and
 // bad quantities are errors naming the field. Does not apply defaults and

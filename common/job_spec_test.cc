@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace tupa {
 namespace {
 
@@ -102,7 +104,33 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"command: [x]\nstart_window: tonight\n", "start_window:"},
         BadCase{"command: [x]\ndeadline: tomorrow\n", "deadline:"},
         BadCase{"command: [x]\ndeadline: 2026-12-03T06:00:00Z\n",
-                "deadline:"}));
+                "deadline:"},
+        BadCase{"command: [x]\nmax_runtime: 9000h\n", "max_runtime:"},
+        BadCase{"launch: per-node\ntrain: {model: {layers: [4, 2]}, "
+                "data: {format: synthetic}}\n",
+                "launch:"},
+        BadCase{"train: {model: {layers: [4, 2]}, data: {format: synthetic},"
+                " log_every: -1}\n",
+                "train.log_every:"},
+        BadCase{"train: {model: {layers: [4, 2]}, data: {format: synthetic,"
+                " samples: -5}}\n",
+                "train.data.samples:"},
+        BadCase{"train: {model: {layers: [4, 2]}, data: {format: synthetic},"
+                " optimizer: {beta2: 1.5}}\n",
+                "train.optimizer.beta2:"},
+        BadCase{"train: {model: {layers: [4, 2]}, data: {format: synthetic},"
+                " optimizer: {warmup_steps: -1}}\n",
+                "train.optimizer.warmup_steps:"}));
+
+TEST(ValidateJobSpec, RefusesNotANumberCpu) {
+  v1::JobSpec spec;
+  spec.add_command("x");
+  spec.mutable_resources()->set_cpu(std::nan(""));
+  ApplyJobSpecDefaults(spec);
+  absl::Status status = ValidateJobSpec(spec);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message().rfind("resources.cpu:", 0), 0u) << status;
+}
 
 TEST(ParseJobSpecYaml, StartWindowAndDeadline) {
   auto spec = ParseJobSpecYaml(

@@ -388,7 +388,11 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   job.job.clear_placements();
   const int nnodes = static_cast<int>(placement.nodes.size());
   // Ranks per node: one per device (per-gpu), or one per node (per-node).
-  const bool per_node = spec.launch() == v1::LAUNCH_MODE_PER_NODE;
+  // The built-in trainer always runs per device, as the worker plans it
+  // (rank_plan.cc); validation refuses per-node train jobs, but rows stored
+  // before that rule may carry one.
+  const bool per_node =
+      !spec.has_train() && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
   int first_rank = 0;
   std::vector<int> first_ranks;
   for (const NodeAssignment& n : placement.nodes) {
