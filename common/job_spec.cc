@@ -95,7 +95,8 @@ absl::Status ParseStringMap(
     google::protobuf::Map<std::string, std::string>* out) {
   RETURN_IF_ERROR(ExpectMap(node, path));
   for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
+    std::string key = kv.first.Scalar();
     ASSIGN_OR_RETURN(std::string value, Scalar(kv.second, Join(path, key)));
     (*out)[key] = value;
   }

@@ -92,6 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"command: [x]\nlaunch: everywhere\n", "launch:"},
         BadCase{"command: [x]\nmax_cost: lots\n", "max_cost:"},
         BadCase{"command: [x]\nenv: {1BAD: x}\n", "env.1BAD:"},
+        BadCase{"command: [x]\nenv: {[a]: x}\n", "env:"},
         BadCase{"train: {model: {layers: [784]}, data: {format: synthetic}}\n",
                 "train.model.layers:"},
         BadCase{"train: {data: {format: idx}}\n", "train.model.layers:"},
@@ -103,8 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"command: [x]\ntrain: {model: {layers: [4, 2]}}\n", "command:"},
         BadCase{"command: [x]\nstart_window: tonight\n", "start_window:"},
         BadCase{"command: [x]\ndeadline: tomorrow\n", "deadline:"},
-        BadCase{"command: [x]\ndeadline: 2026-12-03T06:00:00Z\n",
-                "deadline:"},
+        BadCase{"command: [x]\ndeadline: 2026-12-03T06:00:00Z\n", "deadline:"},
         BadCase{"command: [x]\nmax_runtime: 9000h\n", "max_runtime:"},
         BadCase{"launch: per-node\ntrain: {model: {layers: [4, 2]}, "
                 "data: {format: synthetic}}\n",

@@ -54,20 +54,20 @@ int main(int argc, char** argv) {
       options.database_url = env;
   options.core.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  auto timeout = tupa::ParseDuration(absl::GetFlag(FLAGS_worker_timeout),
-                                     "--worker-timeout");
+  auto timeout = tupa::scheduler::ParseWorkerTimeout(
+      absl::GetFlag(FLAGS_worker_timeout), "--worker-timeout");
   if (!timeout.ok()) {
     std::cerr << "tupa-scheduler: " << timeout.status().message() << "\n";
     return 2;
   }
   options.core.worker_timeout = *timeout;
-  const std::string policy = absl::GetFlag(FLAGS_policy);
-  options.core.policy =
-      policy == "firstfit"
-          ? tupa::scheduler::PlacementOptions::Policy::kFirstFit
-      : policy == "bestfit"
-          ? tupa::scheduler::PlacementOptions::Policy::kBestFit
-          : tupa::scheduler::PlacementOptions::Policy::kTupa;
+  auto policy = tupa::scheduler::ParseSchedulerPolicy(
+      absl::GetFlag(FLAGS_policy), "--policy");
+  if (!policy.ok()) {
+    std::cerr << "tupa-scheduler: " << policy.status().message() << "\n";
+    return 2;
+  }
+  options.core.policy = *policy;
   options.auth.enabled = absl::GetFlag(FLAGS_auth);
   options.auth.bootstrap_admin_token_file =
       absl::GetFlag(FLAGS_bootstrap_admin_token_file);

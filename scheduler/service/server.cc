@@ -40,6 +40,17 @@ absl::Status LoadPricingFile(const std::string& path,
 
 namespace {
 
+// The key of a config mapping entry; `where` names the mapping ("" = top).
+absl::StatusOr<std::string> ConfigKey(const YAML::Node& key,
+                                      const std::string& path,
+                                      const std::string& where) {
+  if (!key.IsScalar())
+    return absl::InvalidArgumentError(
+        absl::StrCat("config ", path, ": ", where.empty() ? "" : where + ": ",
+                     "keys must be setting names"));
+  return key.Scalar();
+}
+
 // The `auth:` mapping of a config file.
 absl::Status MergeAuthConfig(const YAML::Node& node, const std::string& path,
                              SchedulerServerOptions& options) {
@@ -49,7 +60,7 @@ absl::Status MergeAuthConfig(const YAML::Node& node, const std::string& path,
                      ": auth: must be a mapping (enabled, "
                      "bootstrap_admin_token_file, join_token_file)"));
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    ASSIGN_OR_RETURN(const std::string key, ConfigKey(kv.first, path, "auth"));
     if (!kv.second.IsScalar())
       return absl::InvalidArgumentError(
           absl::StrCat("config ", path, ": auth.", key, ": must be a scalar"));
@@ -82,7 +93,7 @@ absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
     return absl::InvalidArgumentError(absl::StrCat(
         "config ", path, ": tls: must be a mapping (cert, key, client_ca)"));
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    ASSIGN_OR_RETURN(const std::string key, ConfigKey(kv.first, path, "tls"));
     if (!kv.second.IsScalar())
       return absl::InvalidArgumentError(absl::StrCat(
           "config ", path, ": tls.", key, ": must be a file path"));
@@ -101,6 +112,24 @@ absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
 }
 
 }  // namespace
+
+absl::StatusOr<PlacementOptions::Policy> ParseSchedulerPolicy(
+    const std::string& value, const std::string& field) {
+  if (value == "firstfit") return PlacementOptions::Policy::kFirstFit;
+  if (value == "bestfit") return PlacementOptions::Policy::kBestFit;
+  if (value == "tupa") return PlacementOptions::Policy::kTupa;
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": must be firstfit, bestfit or tupa, not \"", value, "\""));
+}
+
+absl::StatusOr<absl::Duration> ParseWorkerTimeout(const std::string& value,
+                                                  const std::string& field) {
+  ASSIGN_OR_RETURN(absl::Duration timeout, ParseDuration(value, field));
+  if (timeout <= absl::ZeroDuration())
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must be positive, not ", value));
+  return timeout;
+}
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
                                            const std::string& what) {
@@ -126,7 +155,7 @@ absl::Status MergeConfigFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat("config ", path, ": must be a mapping"));
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    ASSIGN_OR_RETURN(const std::string key, ConfigKey(kv.first, path, ""));
     if (key == "idle_shutdown" || key == "scale_up" || key == "zombie_jobs") {
       if (!options.core.idle) {
         auto policy = idle::ParseIdlePolicy(root);  // reads all three sections
@@ -170,18 +199,10 @@ absl::Status MergeConfigFile(const std::string& path,
       options.core.data_dir = value;
     } else if (key == "worker_timeout") {
       ASSIGN_OR_RETURN(options.core.worker_timeout,
-                       ParseDuration(value, "worker_timeout"));
+                       ParseWorkerTimeout(value, "worker_timeout"));
     } else if (key == "policy") {
-      if (value == "firstfit") {
-        options.core.policy = PlacementOptions::Policy::kFirstFit;
-      } else if (value == "bestfit") {
-        options.core.policy = PlacementOptions::Policy::kBestFit;
-      } else if (value == "tupa") {
-        options.core.policy = PlacementOptions::Policy::kTupa;
-      } else {
-        return absl::InvalidArgumentError(
-            "policy: must be firstfit, bestfit or tupa");
-      }
+      ASSIGN_OR_RETURN(options.core.policy,
+                       ParseSchedulerPolicy(value, "policy"));
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("config ", path, ": ", key, ": unknown setting"));

@@ -46,6 +46,15 @@ struct SchedulerServerOptions {
   TlsOptions tls;
 };
 
+// The placement policy named `value` (firstfit, bestfit, tupa), or
+// InvalidArgument naming `field` (the flag or config key).
+absl::StatusOr<PlacementOptions::Policy> ParseSchedulerPolicy(
+    const std::string& value, const std::string& field);
+
+// A positive duration ("15s", "2m"), or InvalidArgument naming `field`.
+absl::StatusOr<absl::Duration> ParseWorkerTimeout(const std::string& value,
+                                                  const std::string& field);
+
 // Reads a secret file, trimmed of surrounding whitespace; InvalidArgument
 // naming `what` when it cannot be read or is empty.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
