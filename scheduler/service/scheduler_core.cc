@@ -622,7 +622,8 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   // lost) is answered with that job, although the fleet or the team's
   // spend may have changed since: refusing it would tell the client that a
   // stored job was not accepted. The lookup runs on refusals only.
-  absl::StatusOr<bool> stored = store_->HasIdempotencyKey(idempotency_key);
+  absl::StatusOr<bool> stored =
+      store_->HasIdempotencyKey(spec.user(), idempotency_key);
   if (stored.ok() && *stored) return std::string();
   return admitted;
 }

@@ -210,10 +210,13 @@ absl::StatusOr<v1::Job> JobStore::GetJob(int64_t id) {
   });
 }
 
-absl::StatusOr<bool> JobStore::HasIdempotencyKey(const std::string& key) {
+absl::StatusOr<bool> JobStore::HasIdempotencyKey(const std::string& user,
+                                                 const std::string& key) {
   return RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
     pqxx::result r = w.exec_params(
-        "SELECT 1 FROM jobs WHERE idempotency_key = $1 LIMIT 1", key);
+        "SELECT 1 FROM jobs WHERE user_name = $1 AND idempotency_key = $2 "
+        "LIMIT 1",
+        user, key);
     return !r.empty();
   });
 }

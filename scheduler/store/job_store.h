@@ -107,7 +107,8 @@ class JobStore {
 
   // Inserts a PENDING job (attempt 1); the row itself records the
   // submission (view job_history, 0012). With a non-empty key, a second
-  // call with the same key returns the first job.
+  // call by the same user (spec.user) with the same key returns the first
+  // job; another user's call with that key creates its own.
   absl::StatusOr<SubmitResult> SubmitJob(const v1::JobSpec& spec,
                                          const std::string& idempotency_key);
 
@@ -118,8 +119,10 @@ class JobStore {
       const std::vector<SubmitRequest>& requests);
 
   absl::StatusOr<v1::Job> GetJob(int64_t id);
-  // Whether a job was stored under this idempotency key.
-  absl::StatusOr<bool> HasIdempotencyKey(const std::string& key);
+  // Whether `user` stored a job under this idempotency key (keys are per
+  // user: another user's job under the same key does not count).
+  absl::StatusOr<bool> HasIdempotencyKey(const std::string& user,
+                                         const std::string& key);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
   // PENDING, ASSIGNED and RUNNING jobs, with their open allocations as
   // placements. Used to rebuild the scheduler's view at start.

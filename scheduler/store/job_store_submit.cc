@@ -2,6 +2,7 @@
 #include <map>
 #include <pqxx/pqxx>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -23,10 +24,12 @@ using store_internal::RunAutocommit;
 // 0001_create_jobs.sql). The job row is the submission's record: no
 // job_events row (0012_create_job_history.sql). Ids are drawn in
 // request order before the insert, so that each returned row names its
-// request (`ord`, 1-based). Rows are inserted in key order: two batches
-// that share keys then wait on each other instead of deadlocking. ON
-// CONFLICT DO NOTHING skips a key that is already stored, or that an
-// earlier request of the same batch holds; those requests read it back.
+// request (`ord`, 1-based). Keys are per user
+// (0013_scope_idempotency_key_to_user.sql). Rows are inserted in (user,
+// key) order: two batches that share keys then wait on each other instead
+// of deadlocking. ON CONFLICT DO NOTHING skips a (user, key) that is
+// already stored, or that an earlier request of the same batch holds;
+// those requests read it back.
 constexpr char kInsertJobsName[] = "tupa_insert_jobs";
 constexpr char kInsertJobs[] =
     "WITH input AS MATERIALIZED ("
@@ -36,8 +39,9 @@ constexpr char kInsertJobs[] =
     "job AS (INSERT INTO jobs (id, name, user_name, team, priority, "
     "  spec_proto, state, idempotency_key) "
     "  SELECT id, name, user_name, team, priority, spec, 'PENDING', "
-    "    NULLIF(key, '') FROM input ORDER BY key, ord "
-    "  ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL "
+    "    NULLIF(key, '') FROM input ORDER BY user_name, key, ord "
+    "  ON CONFLICT (user_name, idempotency_key) "
+    "  WHERE idempotency_key IS NOT NULL "
     "  DO NOTHING RETURNING id, created_at) "
     "SELECT input.ord, job.id, "
     "  (extract(epoch FROM job.created_at) * 1000)::bigint "
@@ -112,22 +116,29 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
           inserted[i] = true;
         }
         if (rows.size() == requests.size()) return out;
-        // The rest named a stored key: return the job it names.
-        ArrayLiteral existing;
-        for (size_t i = 0; i < requests.size(); ++i)
-          if (!inserted[i]) existing.Add(*requests[i].idempotency_key);
+        // The rest named a key their user had stored: return that job.
+        ArrayLiteral existing_users, existing_keys;
+        for (size_t i = 0; i < requests.size(); ++i) {
+          if (inserted[i]) continue;
+          existing_users.Add(requests[i].spec->user());
+          existing_keys.Add(*requests[i].idempotency_key);
+        }
         pqxx::result stored = w.exec_params(
             absl::StrCat("SELECT ", kJobColumns,
-                         " FROM jobs WHERE idempotency_key = ANY($1::text[])"),
-            existing.Take());
-        std::map<std::string, v1::Job> by_key;
+                         " FROM jobs WHERE (user_name, idempotency_key) IN "
+                         "(SELECT * FROM unnest($1::text[], $2::text[]))"),
+            existing_users.Take(), existing_keys.Take());
+        std::map<std::pair<std::string, std::string>, v1::Job> by_key;
         for (const auto& row : stored) {
           v1::Job job = RowToJob(row);
-          by_key.emplace(job.idempotency_key(), std::move(job));
+          std::pair<std::string, std::string> user_key(job.spec().user(),
+                                                       job.idempotency_key());
+          by_key.emplace(std::move(user_key), std::move(job));
         }
         for (size_t i = 0; i < requests.size(); ++i) {
           if (inserted[i]) continue;
-          auto it = by_key.find(*requests[i].idempotency_key);
+          auto it = by_key.find(
+              {requests[i].spec->user(), *requests[i].idempotency_key});
           // A concurrent transaction holding the key has not committed yet.
           if (it == by_key.end())
             return absl::AbortedError("idempotency key conflict; retry");

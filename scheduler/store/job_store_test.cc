@@ -144,15 +144,58 @@ TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
   EXPECT_EQ(all->size(), 1u);
 }
 
-TEST_F(JobStoreTest, HasIdempotencyKeyFindsOnlyStoredKeys) {
-  ASSERT_TRUE(store_->SubmitJob(Spec("k"), "key-stored").ok());
-  ASSERT_TRUE(store_->SubmitJob(Spec("k"), "").ok());
-  auto stored = store_->HasIdempotencyKey("key-stored");
+TEST_F(JobStoreTest, HasIdempotencyKeyFindsOnlyTheUsersStoredKeys) {
+  v1::JobSpec spec = Spec("k");
+  spec.set_user("alice");
+  ASSERT_TRUE(store_->SubmitJob(spec, "key-stored").ok());
+  ASSERT_TRUE(store_->SubmitJob(spec, "").ok());
+  auto stored = store_->HasIdempotencyKey("alice", "key-stored");
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_TRUE(*stored);
-  auto other = store_->HasIdempotencyKey("key-never-sent");
+  auto other = store_->HasIdempotencyKey("alice", "key-never-sent");
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_FALSE(*other);
+  auto not_bobs = store_->HasIdempotencyKey("bob", "key-stored");
+  ASSERT_TRUE(not_bobs.ok()) << not_bobs.status();
+  EXPECT_FALSE(*not_bobs);
+}
+
+// A key belongs to its user: another user's submission under the same key
+// creates that user's own job and never sees the first one, in one batch or
+// in two; the same user's retry still returns the first job.
+TEST_F(JobStoreTest, IdempotencyKeysAreScopedToTheUser) {
+  v1::JobSpec alice = Spec("secret-job");
+  alice.set_user("alice");
+  alice.set_team("vision");
+  alice.add_command("--token=abc");
+  v1::JobSpec bob = Spec("bobs-job");
+  bob.set_user("bob");
+  bob.set_team("nlp");
+  const std::string key = "nightly-2026-12-01";
+
+  auto first = store_->SubmitJob(alice, key);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto bobs = store_->SubmitJob(bob, key);
+  ASSERT_TRUE(bobs.ok()) << bobs.status();
+  EXPECT_TRUE(bobs->created);
+  EXPECT_NE(bobs->job.id(), first->job.id());
+  EXPECT_EQ(bobs->job.spec().name(), "bobs-job");
+
+  auto retry = store_->SubmitJob(alice, key);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_FALSE(retry->created);
+  EXPECT_EQ(retry->job.id(), first->job.id());
+
+  // One batch: carol's new job and bob's retry, under the same key.
+  v1::JobSpec carol = Spec("carols-job");
+  carol.set_user("carol");
+  const std::vector<SubmitRequest> batch = {{&carol, &key}, {&bob, &key}};
+  auto results = store_->SubmitJobs(batch);
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_TRUE((*results)[0].created);
+  EXPECT_EQ((*results)[0].job.spec().user(), "carol");
+  EXPECT_FALSE((*results)[1].created);
+  EXPECT_EQ((*results)[1].job.id(), bobs->job.id());
 }
 
 TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
