@@ -374,12 +374,20 @@ void ApplyJobSpecDefaults(v1::JobSpec& spec) {
   }
 }
 
-absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+absl::Status ValidateJobName(absl::string_view name, absl::string_view field) {
   static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
-  if (!spec.name().empty() && !std::regex_match(spec.name(), kName))
-    return FieldError("name", "must be 1-63 letters, digits, '.', '_' or '-'");
-  if (!spec.team().empty() && !std::regex_match(spec.team(), kName))
-    return FieldError("team", "must be 1-63 letters, digits, '.', '_' or '-'");
+  if (!std::regex_match(name.begin(), name.end(), kName))
+    return FieldError(std::string(field),
+                      "must be 1-63 letters, digits, '.', '_' or '-', "
+                      "starting with a letter or digit");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  if (!spec.name().empty())
+    RETURN_IF_ERROR(ValidateJobName(spec.name(), "name"));
+  if (!spec.team().empty())
+    RETURN_IF_ERROR(ValidateJobName(spec.team(), "team"));
   if (spec.priority() < 0 || spec.priority() > 100)
     return FieldError("priority", "must be between 0 and 100");
   if (spec.retries() < 0 || spec.retries() > 100)

@@ -33,6 +33,10 @@ void ApplyJobSpecDefaults(v1::JobSpec& spec);
 // Checks ranges and consistency of a spec with defaults applied.
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 
+// A job's name or team: 1-63 letters, digits, '.', '_' or '-', starting
+// with a letter or digit. InvalidArgument naming `field` otherwise.
+absl::Status ValidateJobName(absl::string_view name, absl::string_view field);
+
 // Total devices a job holds: gpus per node x nodes (shares count as shares).
 double TotalGpus(const v1::JobSpec& spec);
 

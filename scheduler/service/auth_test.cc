@@ -82,6 +82,16 @@ TEST(RequestValidationTest, NamesTheField) {
   create.set_team("a");
   EXPECT_NE(ValidateCreateTokenRequest(create).message().find("user"),
             std::string::npos);
+  // A token team the job spec's team rule refuses would make every submit
+  // by its holder fail; it is refused when the token is made instead.
+  for (const char* team : {"@ops", ".hidden", "_x", "a@b"}) {
+    create.set_user("alice@example.com");
+    create.set_team(team);
+    absl::Status s = ValidateCreateTokenRequest(create);
+    EXPECT_EQ(s.message().rfind("team:", 0), 0u) << team << ": " << s;
+  }
+  create.set_team("vision-2");
+  EXPECT_TRUE(ValidateCreateTokenRequest(create).ok());
   v1::CostReportRequest cost;
   cost.set_group_by("planet");
   EXPECT_FALSE(ValidateCostReportRequest(cost).ok());

@@ -141,7 +141,9 @@ absl::Status ValidateCreateTokenRequest(const v1::CreateTokenRequest& req) {
   absl::Status s = ValidatePrincipalName(req.user(), "user");
   if (!s.ok()) return s;
   if (req.team().empty() && req.admin()) return absl::OkStatus();
-  return ValidatePrincipalName(req.team(), "team");
+  // The token's team becomes every submitted job's team: it must pass the
+  // job spec's team rule, or all of the holder's submits would fail.
+  return ValidateJobName(req.team(), "team");
 }
 
 absl::Status ValidateListTokensRequest(const v1::ListTokensRequest&) {
