@@ -216,6 +216,13 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
   if (options.database_url.empty())
     return absl::InvalidArgumentError(
         "database_url: required (--database-url or TUPA_DATABASE_URL)");
+  // Without a join token any host that reaches the port could register as
+  // a worker and be handed jobs (their specs, env and data) to run.
+  if (options.auth.enabled && options.auth.join_token_file.empty())
+    return absl::InvalidArgumentError(
+        "join_token_file: required when auth is on (--join-token-file or "
+        "auth.join_token_file in the config); --auth=false runs an open dev "
+        "cluster");
   auto server = std::unique_ptr<SchedulerServer>(new SchedulerServer());
   const absl::Time deadline = absl::Now() + connect_for;
   absl::Duration backoff = absl::Milliseconds(200);
@@ -260,9 +267,6 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
   if (!options.auth.join_token_file.empty()) {
     ASSIGN_OR_RETURN(join_token, ReadSecretFile(options.auth.join_token_file,
                                                 "join_token_file"));
-  } else if (options.auth.enabled) {
-    LOG(WARNING) << "no join token (--join-token-file): any host that reaches "
-                    "this port can register as a worker";
   }
   server->jobs_ = std::make_unique<JobServiceImpl>(server->core_.get(),
                                                    server->auth_.get());

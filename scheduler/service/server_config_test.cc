@@ -65,5 +65,16 @@ TEST(SchedulerFlags, PolicyAndTimeoutParsersRefuseTypos) {
   EXPECT_EQ(*ParseWorkerTimeout("2m", "--worker-timeout"), absl::Minutes(2));
 }
 
+TEST(SchedulerServerStart, AuthWithoutJoinTokenIsRefusedBeforeAnythingStarts) {
+  SchedulerServerOptions options;
+  options.database_url = "postgresql://nobody@127.0.0.1:1/none";
+  options.auth.enabled = true;
+  auto server = SchedulerServer::BuildAndStart(options, absl::ZeroDuration());
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(server.status().message().rfind("join_token_file:", 0), 0u)
+      << server.status();
+}
+
 }  // namespace
 }  // namespace tupa::scheduler
