@@ -109,7 +109,8 @@ absl::Status RunEstimate(CommandContext& context, const ParsedArgs& args) {
   if (response.estimates_size() == 0) {
     return OperationFailedError(
         "no region or GPU type in the cluster can run this job (check "
-        "resources.gpus, resources.gpu_type and the workers' price catalog)");
+        "resources.gpus, resources.nodes, resources.gpu_type, resources.cpu, "
+        "resources.memory and resources.labels against the live workers)");
   }
   return absl::OkStatus();
 }

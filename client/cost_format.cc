@@ -97,19 +97,22 @@ std::string RenderCostReport(const v1::CostReport& report) {
 std::string RenderEstimates(const v1::EstimateJobResponse& response,
                             absl::Time now) {
   Table table({"REGION", "GPU-TYPE", "OFFERING", "PRICE/GPU-H", "COST",
-               "DURATION", "FINISH", "BASIS", "FITS-NOW"});
+               "DURATION", "START", "FINISH", "BASIS", "FITS-NOW"});
+  // "in 2h05m", or "-" for an unset time.
+  auto in = [now](const google::protobuf::Timestamp& at) -> std::string {
+    const absl::Time t = ToTime(at);
+    if (t == absl::InfinitePast()) return "-";
+    return absl::StrCat("in ", HumanDuration(t - now));
+  };
   for (const v1::Estimate& e : response.estimates()) {
     const absl::Duration duration = absl::Seconds(e.duration().seconds()) +
                                     absl::Nanoseconds(e.duration().nanos());
-    const absl::Time finish = ToTime(e.finish_at());
     table.AddRow(
         {OrDash(e.region()), OrDash(e.gpu_type()), OrDash(e.offering()),
          OrDash(FormatPrice(e.price_per_gpu_hour(), response.currency())),
          OrDash(FormatMoney(e.cost(), response.currency())),
          e.has_duration() ? HumanDuration(duration) : "-",
-         finish == absl::InfinitePast()
-             ? "-"
-             : absl::StrCat("in ", HumanDuration(finish - now)),
+         e.fits_now() ? "now" : in(e.start_at()), in(e.finish_at()),
          OrDash(e.basis()), e.fits_now() ? "yes" : "no"});
   }
   return table.Render();

@@ -125,16 +125,17 @@ TEST(EstimateTest, TableKeepsTheServersOrderAndHumanisesTimes) {
   us->set_price_per_gpu_hour("4.125");
   us->set_cost("20.6");
   us->mutable_duration()->set_seconds(3 * 3600);
-  SetTime(us->mutable_finish_at(), kNow + absl::Hours(3));
+  SetTime(us->mutable_start_at(), kNow + absl::Minutes(30));
+  SetTime(us->mutable_finish_at(), kNow + absl::Minutes(210));
   us->set_basis("measured (job resnet, 1200 samples/s)");
   EXPECT_EQ(
       RenderEstimates(response, kNow),
       "REGION     GPU-TYPE   OFFERING   PRICE/GPU-H  COST       DURATION  "
-      "FINISH    BASIS                                  FITS-NOW\n"
+      "START      FINISH    BASIS                                  FITS-NOW\n"
       "sa-east-1  A100-80GB  on-demand  2.03 USD     16.92 USD  2h05m     "
-      "in 2h05m  max_runtime                            yes\n"
+      "now        in 2h05m  max_runtime                            yes\n"
       "us-east-1  H100       -          4.125 USD    20.60 USD  3h00m     "
-      "in 3h00m  measured (job resnet, 1200 samples/s)  no\n");
+      "in 30m00s  in 3h30m  measured (job resnet, 1200 samples/s)  no\n");
 }
 
 }  // namespace

@@ -474,11 +474,11 @@ TEST_F(FakeSchedulerTest, EstimateSendsTheSpecSubmitWouldAndKeepsTheOrder) {
   EXPECT_EQ(
       r.out,
       "REGION     GPU-TYPE   OFFERING   PRICE/GPU-H  COST       DURATION  "
-      "FINISH    BASIS        FITS-NOW\n"
+      "START  FINISH    BASIS        FITS-NOW\n"
       "sa-east-1  A100-80GB  on-demand  2.03 USD     8.46 USD   2h05m     "
-      "in 2h05m  max_runtime  yes\n"
+      "now    in 2h05m  max_runtime  yes\n"
       "us-east-1  A100-80GB  on-demand  2.90 USD     12.08 USD  2h05m     "
-      "in 2h05m  max_runtime  no\n");
+      "-      in 2h05m  max_runtime  no\n");
   const Result json =
       Tupa({"estimate", "-o", "json", "--gpus", "2", "--", "python", "t.py"});
   EXPECT_EQ(json.code, kExitOk) << json.err;

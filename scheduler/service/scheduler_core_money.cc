@@ -444,14 +444,23 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
   ApplyJobSpecDefaults(spec);
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   const absl::Time now = absl::Now();
+  // The job as placement would see it if submitted now (it has no id).
+  v1::Job probe;
+  probe.set_id(-1);
+  *probe.mutable_spec() = spec;
+  *probe.mutable_created_at() =
+      TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(now));
+  const JobRequest request = RequestOf(probe);
+  const int64_t runtime_s = spec.max_runtime().seconds();
+
   absl::MutexLock lock(&mu_);
   v1::EstimateJobResponse out;
   out.set_currency(options_.pricing ? options_.pricing->currency() : "");
   const auto& types = spec.resources().gpu_type();
-  const double need = std::ceil(spec.resources().gpus());
-  std::map<std::tuple<std::string, std::string, std::string>, v1::Estimate>
-      pools;
-  const std::vector<NodeView> nodes = NodeViews();
+  // Pools: live workers of one region x GPU type x offering.
+  using PoolKey = std::tuple<std::string, std::string, std::string>;
+  std::map<PoolKey, std::set<std::string>> pool_workers;
+  std::map<PoolKey, const WorkerEntry*> pool_sample;
   for (const auto& [id, w] : workers_) {
     if (w.info.state() != v1::WORKER_STATE_UP &&
         w.info.state() != v1::WORKER_STATE_DRAINING)
@@ -459,26 +468,63 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
     if (!types.empty() &&
         std::find(types.begin(), types.end(), w.gpu_type) == types.end())
       continue;
-    if (w.info.devices_size() < need) continue;
-    auto key = std::make_tuple(w.info.region(), w.gpu_type, w.info.offering());
-    v1::Estimate& e = pools[key];
-    e.set_region(w.info.region());
-    e.set_gpu_type(w.gpu_type);
-    e.set_offering(w.info.offering());
-    for (const NodeView& n : nodes) {
-      if (n.worker_id != id || !n.schedulable) continue;
-      int free = 0;
-      for (const DeviceSlot& d : n.devices) free += d.free_share >= 1.0;
-      if (free >= need) e.set_fits_now(true);
+    PoolKey key(w.info.region(), w.gpu_type, w.info.offering());
+    pool_workers[key].insert(id);
+    pool_sample.emplace(key, &w);
+  }
+  const std::vector<NodeView> nodes = NodeViews();
+  const std::vector<RunningJob> running = RunningJobs();
+  PlacementOptions placement;
+  placement.policy = options_.policy;
+  placement.now_ms = absl::ToUnixMillis(now);
+  std::vector<v1::Estimate> list;
+  for (const auto& [key, workers] : pool_workers) {
+    // The whole request (gang, CPU, memory, labels) against this pool
+    // alone; the running jobs' ends give the earliest start when it does
+    // not fit now. Jobs queued ahead are not counted.
+    std::vector<NodeView> pool_nodes;
+    for (const NodeView& n : nodes)
+      if (workers.count(n.worker_id)) pool_nodes.push_back(n);
+    const PlacementPlan plan =
+        PlaceJobs(std::move(pool_nodes), {request}, running, placement);
+    const bool fits_now = !plan.placed.empty();
+    absl::Time start = now;
+    if (!fits_now) {
+      const PendingInfo& info = plan.pending.at(request.job_id);
+      if (info.reason == PendingReason::kNeverFits ||
+          info.reason == PendingReason::kNoSuchGpuType)
+        continue;  // this pool could never run it
+      start = info.estimated_start_ms > 0
+                  ? absl::FromUnixMillis(info.estimated_start_ms)
+                  : absl::InfiniteFuture();
     }
-    if (spec.max_runtime().seconds() > 0) {
-      const absl::Duration d = absl::Seconds(spec.max_runtime().seconds());
-      e.mutable_duration()->set_seconds(spec.max_runtime().seconds());
-      *e.mutable_finish_at() =
-          TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(now + d));
-      e.set_basis("max_runtime");
+    const WorkerEntry& w = *pool_sample.at(key);
+    v1::Estimate e;
+    e.set_region(std::get<0>(key));
+    e.set_gpu_type(std::get<1>(key));
+    e.set_offering(std::get<2>(key));
+    e.set_fits_now(fits_now);
+    if (start != absl::InfiniteFuture())
+      *e.mutable_start_at() =
+          TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(start));
+    if (runtime_s > 0) {
+      const absl::Duration d = absl::Seconds(runtime_s);
+      e.mutable_duration()->set_seconds(runtime_s);
+      // Priced from the start: a later start may fall in an off-peak window.
+      const absl::Time priced_from =
+          start == absl::InfiniteFuture() ? now : start;
+      if (start != absl::InfiniteFuture())
+        *e.mutable_finish_at() =
+            TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(start + d));
+      e.set_basis(fits_now ? "max_runtime"
+                  : start == absl::InfiniteFuture()
+                      ? "max_runtime; start unknown (running jobs without "
+                        "max_runtime hold the room)"
+                      : "max_runtime; starts when running jobs end (jobs "
+                        "queued ahead not counted)");
       if (w.price) {
-        auto cost = pricing::Estimate(*w.price, TotalGpus(spec), now, d);
+        auto cost =
+            pricing::Estimate(*w.price, TotalGpus(spec), priced_from, d);
         if (cost.ok()) e.set_cost(cost->ToString());
       }
     } else {
@@ -486,9 +532,8 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
     }
     if (w.price)
       e.set_price_per_gpu_hour(pricing::PriceAt(*w.price, now).ToString());
+    list.push_back(std::move(e));
   }
-  std::vector<v1::Estimate> list;
-  for (auto& [k, e] : pools) list.push_back(std::move(e));
   std::sort(list.begin(), list.end(),
             [](const v1::Estimate& a, const v1::Estimate& b) {
               auto ca = Money::FromString(

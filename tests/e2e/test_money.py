@@ -96,6 +96,37 @@ class MoneyTest(unittest.TestCase):
                 self.assertEqual(D(sa["cost"]), D(2) * 2 * PRICE_SA)
                 self.assertEqual(D(us["cost"]), D(2) * 2 * PRICE_US)
                 self.assertTrue(sa["finish_at"])
+                self.assertTrue(sa["fits_now"])
+                # A 2-node gang fits only the pool with two workers; a
+                # 3-node one no pool (a per-worker device count used to list
+                # every pool as fitting now).
+                gang = c.cli_json("estimate", "--gpus", "2", "--nodes", "2",
+                                  "--max-runtime", "2h", "--", "true")
+                self.assertEqual([e["region"] for e in gang.get("estimates", [])],
+                                 ["sa-east-1"], gang)
+                self.assertTrue(gang["estimates"][0]["fits_now"], gang)
+                too_big = c.cli("estimate", "--gpus", "2", "--nodes", "3",
+                                "--max-runtime", "2h", "--", "true")
+                self.assertEqual(too_big.code, 1, too_big)
+                self.assertIn("resources.nodes", too_big.stderr)
+
+                # With every worker busy on a job that ends within the hour,
+                # each pool's estimate starts when those jobs end.
+                busy = [c.submit("--team", "vision", "--gpus", "2", "--max-runtime", "1h",
+                                 "--", "sleep", "600") for _ in range(3)]
+                for b in busy:
+                    c.wait_job(b["id"], "RUNNING", timeout=60)
+                asked = time.time()
+                later = c.cli_json("estimate", "--gpus", "2", "--max-runtime", "2h",
+                                   "--", "true")
+                self.assertEqual(len(later["estimates"]), 2, later)
+                for e in later["estimates"]:
+                    self.assertFalse(e.get("fits_now", False), later)
+                    start = ts(e["start_at"])
+                    self.assertAlmostEqual(start, asked + 3600, delta=120)
+                    self.assertAlmostEqual(ts(e["finish_at"]), start + 7200, delta=1)
+                for b in busy:
+                    c.cli("cancel", str(b["id"]))
                 table = c.cli("estimate", "--gpus", "2", "--max-runtime", "2h", "--", "true")
                 self.assertEqual(table.code, 0, table)
                 self.assertIn("us-east-1", table.stdout)
