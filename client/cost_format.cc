@@ -91,6 +91,11 @@ std::string RenderCostReport(const v1::CostReport& report) {
   table.AddRow({"IDLE", FormatGpuHours(report.idle_gpu_seconds()),
                 FormatMoney(report.idle_cost(), currency), ""});
   absl::StrAppend(&out, table.Render());
+  // Shown once it reaches a cent.
+  auto saved = RoundDecimal(report.idle_shutdown_saved(), 2);
+  if (saved.ok() && *saved != "0.00")
+    absl::StrAppend(&out, "saved by idle shutdown: ",
+                    FormatMoney(report.idle_shutdown_saved(), currency), "\n");
   return out;
 }
 

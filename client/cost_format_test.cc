@@ -92,6 +92,19 @@ TEST(CostReportTest, TableHasHeaderGroupsTotalAndIdle) {
             "IDLE    2.00       5.80 USD\n");
 }
 
+TEST(CostReportTest, IdleShutdownSavingsShowOnceTheyReachACent) {
+  v1::CostReport report = SampleReport();
+  report.set_idle_shutdown_saved("0.004");
+  EXPECT_EQ(RenderCostReport(report).find("saved by idle shutdown"),
+            std::string::npos);
+  report.set_idle_shutdown_saved("123.456");
+  const std::string out = RenderCostReport(report);
+  EXPECT_NE(out.find("IDLE    2.00       5.80 USD\n"
+                     "saved by idle shutdown: 123.46 USD\n"),
+            std::string::npos)
+      << out;
+}
+
 TEST(CostReportTest, EmptyReportStillShowsTotalAndIdle) {
   v1::CostReport report;
   report.set_group_by("day");

@@ -365,6 +365,10 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   ASSIGN_OR_RETURN(CostGroup uptime,
                    store_->UptimeTotals(absl::ToUnixMillis(since),
                                         absl::ToUnixMillis(until)));
+  ASSIGN_OR_RETURN(
+      std::string saved,
+      store_->IdleShutdownSavings(absl::ToUnixMillis(since),
+                                  absl::ToUnixMillis(std::min(until, now))));
   std::map<std::string, std::pair<double, Money>> groups;
   for (const CostGroup& g : closed) {
     auto m = Money::FromString(g.cost);
@@ -436,6 +440,9 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   const Money idle = uptime_cost > total ? uptime_cost - total : Money();
   report.set_idle_cost(idle.ToString());
   report.set_idle_gpu_seconds(std::max(0.0, uptime_seconds - total_seconds));
+  auto saved_money = Money::FromString(saved);
+  report.set_idle_shutdown_saved(
+      (saved_money.ok() ? *saved_money : Money()).ToString());
   return report;
 }
 

@@ -168,6 +168,12 @@ class JobStore {
       const std::string& group_by, int64_t since_ms, int64_t until_ms);
   // Closed uptime spans started in [since, until): GPU-seconds and cost.
   absl::StatusOr<CostGroup> UptimeTotals(int64_t since_ms, int64_t until_ms);
+  // Money the idle policy saved in [since, until), as a decimal in the
+  // catalog currency: for each uptime span an idle SHUTDOWN ended (and no
+  // SHUTDOWN_CANCELLED undid), the event's saved_per_hour over the time the
+  // worker stayed down, until it registered again or `until`.
+  absl::StatusOr<std::string> IdleShutdownSavings(int64_t since_ms,
+                                                  int64_t until_ms);
   absl::StatusOr<int64_t> OpenUptime(const UptimeRecord& record);
   absl::Status CloseUptime(int64_t id, int64_t ended_at_ms,
                            const std::string& cost,

@@ -198,6 +198,56 @@ TEST_F(JobStoreTest, IdempotencyKeysAreScopedToTheUser) {
   EXPECT_EQ((*results)[1].job.id(), bobs->job.id());
 }
 
+// Idle-shutdown savings from worker_uptime and cluster_events, on a fixed
+// timeline (minutes after T0 = 2026-11-01 00:00 UTC):
+//   w1: up 0-60, SHUTDOWN at 55 (10/h), back at 180: down 120 min -> 20
+//   w2: up 0-60, SHUTDOWN at 30, CANCELLED at 40: the shutdown did not
+//       happen, whatever ended the span -> 0
+//   w3: up 0-60, SHUTDOWN at 59 (4/h), never back: down until `until`
+TEST_F(JobStoreTest, IdleShutdownSavingsCountTheTimeEachWorkerStayedDown) {
+  {
+    pqxx::connection c(url_);
+    pqxx::work w(c);
+    const std::string t0 = "'2026-11-01 00:00:00+00'::timestamptz";
+    auto at = [&](int minutes) {
+      return absl::StrCat("(", t0, " + interval '", minutes, " minutes')");
+    };
+    for (const char* id : {"w1", "w2", "w3"}) {
+      w.exec(absl::StrCat("INSERT INTO workers (id, state) VALUES ('", id,
+                          "', 'UP')"));
+      w.exec(absl::StrCat(
+          "INSERT INTO worker_uptime (worker_id, started_at, ended_at) "
+          "VALUES ('",
+          id, "', ", at(0), ", ", at(60), ")"));
+    }
+    w.exec(absl::StrCat(
+        "INSERT INTO worker_uptime (worker_id, started_at) VALUES ('w1', ",
+        at(180), "), ('w2', ", at(120), ")"));
+    w.exec(absl::StrCat(
+        "INSERT INTO cluster_events (kind, worker_id, saved_per_hour, at) "
+        "VALUES ('SHUTDOWN', 'w1', 10, ",
+        at(55), "), ('SHUTDOWN', 'w2', 7, ", at(30),
+        "), ('SHUTDOWN_CANCELLED', 'w2', NULL, ", at(40),
+        "), ('SHUTDOWN', 'w3', 4, ", at(59), "), ('SCALE_UP', NULL, NULL, ",
+        at(61), ")"));
+    w.commit();
+  }
+  const int64_t t0_ms = 1793491200000;  // 2026-11-01 00:00 UTC
+  auto minutes = [&](int m) { return t0_ms + int64_t{m} * 60 * 1000; };
+  // [0, 300): w1 20 + w3 4/h x 4 h = 36.
+  auto all = store_->IdleShutdownSavings(minutes(0), minutes(300));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(*all, "36.000000");
+  // [120, 300): w1 down 120-180 -> 10; w3 down 120-300 -> 12.
+  auto late = store_->IdleShutdownSavings(minutes(120), minutes(300));
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(*late, "22.000000");
+  // Before any shutdown: nothing.
+  auto early = store_->IdleShutdownSavings(minutes(0), minutes(50));
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_EQ(*early, "0.000000");
+}
+
 TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   auto job = store_->SubmitJob(Spec("f"), "")->job;
   ASSERT_TRUE(store_

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/store_internal.h"
@@ -138,6 +139,48 @@ absl::StatusOr<CostGroup> JobStore::UptimeTotals(int64_t since_ms,
         g.gpu_seconds = r[0][0].as<double>();
         g.cost = r[0][1].c_str();
         return g;
+      });
+}
+
+// A span of worker uptime that an idle shutdown ended: it closed after a
+// SHUTDOWN event inside it that no SHUTDOWN_CANCELLED of the same worker
+// followed before the close. The worker is then down from the close until
+// its next span starts (or until `until`), saving the event's
+// saved_per_hour over that time. Only the part inside [since, until)
+// counts.
+constexpr char kIdleShutdownSavings[] = R"sql(
+WITH down AS (
+  SELECT u.ended_at AS down_at,
+         (SELECT min(n.started_at) FROM worker_uptime n
+           WHERE n.worker_id = u.worker_id AND n.started_at >= u.ended_at)
+           AS back_at,
+         (SELECT e.saved_per_hour FROM cluster_events e
+           WHERE e.kind = 'SHUTDOWN' AND e.worker_id = u.worker_id
+             AND e.at >= u.started_at AND e.at <= u.ended_at
+             AND NOT EXISTS (
+               SELECT 1 FROM cluster_events c
+                WHERE c.kind = 'SHUTDOWN_CANCELLED'
+                  AND c.worker_id = u.worker_id
+                  AND c.at > e.at AND c.at <= u.ended_at)
+           ORDER BY e.at DESC LIMIT 1) AS per_hour
+    FROM worker_uptime u
+   WHERE u.ended_at IS NOT NULL AND u.ended_at < $until)
+SELECT COALESCE(sum(per_hour * extract(epoch FROM
+         (least(COALESCE(back_at, $until), $until) - greatest(down_at, $since)))
+         / 3600), 0)::numeric(20, 6)::text
+  FROM down
+ WHERE per_hour IS NOT NULL AND COALESCE(back_at, 'infinity') > $since
+)sql";
+
+absl::StatusOr<std::string> JobStore::IdleShutdownSavings(int64_t since_ms,
+                                                          int64_t until_ms) {
+  std::string sql = kIdleShutdownSavings;
+  sql = absl::StrReplaceAll(
+      sql, {{"$since", MillisParam(1)}, {"$until", MillisParam(2)}});
+  return RunTx<std::string>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::string> {
+        pqxx::result r = w.exec_params(sql, since_ms, until_ms);
+        return std::string(r[0][0].c_str());
       });
 }
 

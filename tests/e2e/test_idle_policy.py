@@ -2,6 +2,7 @@
 2 and 3): decisions from real device activity, hooks with the right
 environment, events in PostgreSQL, and what `tupa workers` shows."""
 
+import decimal
 import os
 import stat
 import subprocess
@@ -58,6 +59,10 @@ idle_shutdown:
 scale_up:
   pending_after: 1s
   hook: {make_hook(hooks, "scale-hook")}
+pricing:
+  currency: USD
+  prices:
+    - {{region: sa-east-1, gpu_type: EMU, offering: on-demand, per_gpu_hour: 36.00}}
 """)
         worker_hook = make_hook(hooks, "worker-hook")
         with Cluster(workers=3, gpus_per_worker=2, region="sa-east-1", scheduler_config=config,
@@ -99,6 +104,19 @@ scale_up:
             self.assertEqual(sorted(e[0] for e in recorded), stopped)
             table = c.cli("workers", "--all")
             self.assertIn("IDLE:", table.stdout)
+
+            # The money saved: each stopped worker's price (2 GPUs x 36/h)
+            # over the time it has stayed down, so more than nothing and
+            # less than both down since the test began.
+            def saved():
+                return decimal.Decimal(
+                    c.cli_json("cost", "--since", "1h").get("idle_shutdown_saved", "0"))
+            wait_for(lambda: saved() > 0, timeout=10, message="savings recorded")
+            ceiling = 2 * 2 * decimal.Decimal(36) / 3600 * decimal.Decimal(
+                time.monotonic() - start + 1)
+            self.assertLess(saved(), ceiling)
+            wait_for(lambda: "saved by idle shutdown:" in c.cli("cost", "--since", "1h").stdout,
+                     timeout=10, message="`tupa cost` shows the savings")
 
             # More GPUs than the live workers have: the scale-up hook runs.
             job = c.submit("--nodes", "2", "--gpus", "2", "--", "true")
