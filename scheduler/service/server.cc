@@ -272,8 +272,9 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
                                                    server->auth_.get());
   server->cluster_ = std::make_unique<ClusterServiceImpl>(server->core_.get(),
                                                           server->auth_.get());
-  server->workers_ = std::make_unique<WorkerServiceImpl>(server->core_.get(),
-                                                         std::move(join_token));
+  server->workers_ = std::make_unique<WorkerServiceImpl>(
+      server->core_.get(), std::move(join_token),
+      /*require_client_cert=*/!options.tls.client_ca_file.empty());
   server->admin_ = std::make_unique<AdminServiceImpl>(server->store_.get(),
                                                       server->auth_.get());
   std::shared_ptr<grpc::ServerCredentials> credentials =
@@ -282,10 +283,13 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
     if (options.tls.cert_file.empty() || options.tls.key_file.empty())
       return absl::InvalidArgumentError(
           "--tls-cert and --tls-key: give both or neither");
+    // With a client CA, a certificate is asked for and verified when
+    // presented; WorkerService requires one (mTLS for workers), the CLI's
+    // services authenticate people by token instead.
     grpc::SslServerCredentialsOptions ssl(
         options.tls.client_ca_file.empty()
             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+            : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
     ASSIGN_OR_RETURN(pair.cert_chain,
                      ReadFile(options.tls.cert_file, "--tls-cert"));
@@ -300,7 +304,7 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
     LOG(INFO) << "TLS on"
               << (options.tls.client_ca_file.empty()
                       ? ""
-                      : " (client certificates required)");
+                      : " (client certificates required of workers)");
   } else if (!options.tls.client_ca_file.empty()) {
     return absl::InvalidArgumentError(
         "--tls-client-ca needs --tls-cert and --tls-key");

@@ -71,9 +71,15 @@ class ClusterServiceImpl final : public v1::ClusterService::Service {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  // A non-empty `join_token` must match every Hello's.
-  WorkerServiceImpl(SchedulerCore* core, std::string join_token)
-      : core_(core), join_token_(std::move(join_token)) {}
+  // A non-empty `join_token` must match every Hello's. With
+  // `require_client_cert` (mTLS: the scheduler has a client CA) a worker
+  // must also present a client certificate that the CA signed; people's
+  // CLIs on the same port need none.
+  WorkerServiceImpl(SchedulerCore* core, std::string join_token,
+                    bool require_client_cert = false)
+      : core_(core),
+        join_token_(std::move(join_token)),
+        require_client_cert_(require_client_cert) {}
   grpc::Status Connect(
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream)
@@ -82,6 +88,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
  private:
   SchedulerCore* const core_;
   std::string join_token_;  // empty: no join token is required
+  const bool require_client_cert_;
 };
 
 // Token administration; every call needs an admin (auth.h).

@@ -22,6 +22,16 @@ bool TokenMatches(const std::string& expected, const std::string& given) {
 grpc::Status WorkerServiceImpl::Connect(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream) {
+  // gRPC verified the certificate against the client CA during the
+  // handshake if one was presented; a worker must have presented one.
+  if (require_client_cert_ && !ctx->auth_context()->IsPeerAuthenticated()) {
+    LOG(WARNING) << "refused a worker from " << ctx->peer()
+                 << ": no client certificate";
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "client certificate required: start the worker with "
+                        "--tls-cert and --tls-key signed by the scheduler's "
+                        "client CA");
+  }
   v1::WorkerMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (!first.has_hello())
