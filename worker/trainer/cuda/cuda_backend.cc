@@ -41,12 +41,17 @@ bool Overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     Precision precision, int local_rank) {
   const int devices = CudaDeviceCount();
-  if (local_rank < 0 || local_rank >= devices) {
+  // A tupa worker pins each rank to its one device (CUDA_VISIBLE_DEVICES
+  // holds one index), so that device is 0 whatever LOCAL_RANK says; run by
+  // hand with every device visible, LOCAL_RANK picks one, as under torchrun.
+  const int device = devices == 1 ? 0 : local_rank;
+  if (device < 0 || device >= devices) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cuda backend: no device ", local_rank, " (", devices, " visible)"));
+        "cuda backend: no device ", device, " for LOCAL_RANK ", local_rank,
+        " (", devices, " visible)"));
   }
-  RETURN_IF_ERROR(CudaStatus(cudaSetDevice(local_rank), "cudaSetDevice"));
-  std::unique_ptr<CudaBackend> backend(new CudaBackend(precision, local_rank));
+  RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(precision, device));
   RETURN_IF_ERROR(backend->Init());
   return backend;
 }
