@@ -11,7 +11,7 @@
 #include "absl/flags/usage.h"
 #include "common/daemon.h"
 #include "common/logging.h"
-#include "common/quantity.h"
+#include "common/status_macros.h"
 #include "scheduler/service/server.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC listen address");
@@ -42,11 +42,10 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA: require client certificates signed by it (mTLS)");
 
-int main(int argc, char** argv) {
-  sigset_t signals =
-      tupa::StartDaemon(argc, argv, "tupa-scheduler: accepts and places jobs");
-
-  tupa::scheduler::SchedulerServerOptions options;
+// The server options from the flags, then the pricing and config files;
+// an InvalidArgument naming the flag or setting otherwise.
+absl::Status OptionsFromFlags(
+    tupa::scheduler::SchedulerServerOptions& options) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.database_url = absl::GetFlag(FLAGS_database_url);
   if (options.database_url.empty())
@@ -54,20 +53,13 @@ int main(int argc, char** argv) {
       options.database_url = env;
   options.core.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  auto timeout = tupa::scheduler::ParseWorkerTimeout(
-      absl::GetFlag(FLAGS_worker_timeout), "--worker-timeout");
-  if (!timeout.ok()) {
-    std::cerr << "tupa-scheduler: " << timeout.status().message() << "\n";
-    return 2;
-  }
-  options.core.worker_timeout = *timeout;
-  auto policy = tupa::scheduler::ParseSchedulerPolicy(
-      absl::GetFlag(FLAGS_policy), "--policy");
-  if (!policy.ok()) {
-    std::cerr << "tupa-scheduler: " << policy.status().message() << "\n";
-    return 2;
-  }
-  options.core.policy = *policy;
+  ASSIGN_OR_RETURN(
+      options.core.worker_timeout,
+      tupa::scheduler::ParseWorkerTimeout(absl::GetFlag(FLAGS_worker_timeout),
+                                          "--worker-timeout"));
+  ASSIGN_OR_RETURN(options.core.policy,
+                   tupa::scheduler::ParseSchedulerPolicy(
+                       absl::GetFlag(FLAGS_policy), "--policy"));
   options.auth.enabled = absl::GetFlag(FLAGS_auth);
   options.auth.bootstrap_admin_token_file =
       absl::GetFlag(FLAGS_bootstrap_admin_token_file);
@@ -75,21 +67,23 @@ int main(int argc, char** argv) {
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
-  if (!absl::GetFlag(FLAGS_pricing).empty()) {
-    absl::Status s =
-        tupa::scheduler::LoadPricingFile(absl::GetFlag(FLAGS_pricing), options);
-    if (!s.ok()) {
-      std::cerr << "tupa-scheduler: " << s.message() << "\n";
-      return 2;
-    }
-  }
-  if (!absl::GetFlag(FLAGS_config).empty()) {
-    absl::Status s =
-        tupa::scheduler::MergeConfigFile(absl::GetFlag(FLAGS_config), options);
-    if (!s.ok()) {
-      std::cerr << "tupa-scheduler: " << s.message() << "\n";
-      return 2;
-    }
+  if (!absl::GetFlag(FLAGS_pricing).empty())
+    RETURN_IF_ERROR(tupa::scheduler::LoadPricingFile(
+        absl::GetFlag(FLAGS_pricing), options));
+  if (!absl::GetFlag(FLAGS_config).empty())
+    RETURN_IF_ERROR(
+        tupa::scheduler::MergeConfigFile(absl::GetFlag(FLAGS_config), options));
+  return absl::OkStatus();
+}
+
+int main(int argc, char** argv) {
+  sigset_t signals =
+      tupa::StartDaemon(argc, argv, "tupa-scheduler: accepts and places jobs");
+
+  tupa::scheduler::SchedulerServerOptions options;
+  if (absl::Status s = OptionsFromFlags(options); !s.ok()) {
+    std::cerr << "tupa-scheduler: " << s.message() << "\n";
+    return 2;
   }
   auto server = tupa::scheduler::SchedulerServer::BuildAndStart(options);
   if (!server.ok()) {
