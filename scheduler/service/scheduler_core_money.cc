@@ -465,9 +465,11 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
   out.set_currency(options_.pricing ? options_.pricing->currency() : "");
   const auto& types = spec.resources().gpu_type();
   // Pools: live workers of one region x GPU type x offering.
-  using PoolKey = std::tuple<std::string, std::string, std::string>;
-  std::map<PoolKey, std::set<std::string>> pool_workers;
-  std::map<PoolKey, const WorkerEntry*> pool_sample;
+  struct Pool {
+    std::set<std::string> workers;
+    const WorkerEntry* sample = nullptr;  // its price is the pool's
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Pool> pools;
   for (const auto& [id, w] : workers_) {
     if (w.info.state() != v1::WORKER_STATE_UP &&
         w.info.state() != v1::WORKER_STATE_DRAINING)
@@ -475,9 +477,9 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
     if (!types.empty() &&
         std::find(types.begin(), types.end(), w.gpu_type) == types.end())
       continue;
-    PoolKey key(w.info.region(), w.gpu_type, w.info.offering());
-    pool_workers[key].insert(id);
-    pool_sample.emplace(key, &w);
+    Pool& pool = pools[{w.info.region(), w.gpu_type, w.info.offering()}];
+    pool.workers.insert(id);
+    pool.sample = &w;
   }
   const std::vector<NodeView> nodes = NodeViews();
   const std::vector<RunningJob> running = RunningJobs();
@@ -485,13 +487,13 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
   placement.policy = options_.policy;
   placement.now_ms = absl::ToUnixMillis(now);
   std::vector<v1::Estimate> list;
-  for (const auto& [key, workers] : pool_workers) {
+  for (const auto& [key, pool] : pools) {
     // The whole request (gang, CPU, memory, labels) against this pool
     // alone; the running jobs' ends give the earliest start when it does
     // not fit now. Jobs queued ahead are not counted.
     std::vector<NodeView> pool_nodes;
     for (const NodeView& n : nodes)
-      if (workers.count(n.worker_id)) pool_nodes.push_back(n);
+      if (pool.workers.count(n.worker_id)) pool_nodes.push_back(n);
     const PlacementPlan plan =
         PlaceJobs(std::move(pool_nodes), {request}, running, placement);
     const bool fits_now = !plan.placed.empty();
@@ -505,7 +507,7 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
                   ? absl::FromUnixMillis(info.estimated_start_ms)
                   : absl::InfiniteFuture();
     }
-    const WorkerEntry& w = *pool_sample.at(key);
+    const WorkerEntry& w = *pool.sample;
     v1::Estimate e;
     e.set_region(std::get<0>(key));
     e.set_gpu_type(std::get<1>(key));
