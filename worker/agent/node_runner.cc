@@ -13,6 +13,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 extern char** environ;
 
@@ -75,6 +76,28 @@ struct Spawned {
   int out_fd = -1;
 };
 
+// The program execvpe() would run for `name`, but searched on the rank's
+// own PATH (glibc's execvpe searches the worker's). Relative PATH entries
+// are relative to `work_dir`, where the rank starts. A name with a '/' or
+// one found nowhere is returned as is (exec then reports it).
+std::string ResolveOnPath(const std::string& name, const std::string& path,
+                          const std::string& work_dir) {
+  if (name.empty() || name.find('/') != std::string::npos) return name;
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    std::filesystem::path candidate =
+        std::filesystem::path(dir.empty() ? "." : std::string(dir)) / name;
+    if (candidate.is_relative() && !work_dir.empty()) {
+      candidate = std::filesystem::path(work_dir) / candidate;
+    }
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate.string();
+    }
+  }
+  return name;
+}
+
 // Builds argv/envp before fork: the child only calls async-signal-safe
 // functions between fork and exec.
 Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
@@ -92,6 +115,11 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = rank.argv;
+  if (!args.empty()) {
+    auto path = env.find("PATH");
+    args[0] = ResolveOnPath(
+        args[0], path != env.end() ? path->second : "/bin:/usr/bin", work_dir);
+  }
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 

@@ -119,5 +119,24 @@ TEST(NodeRunner, MissingProgramFailsWith127) {
   EXPECT_EQ(result.code, 127);
 }
 
+TEST(NodeRunner, FindsTheCommandOnTheRanksOwnPath) {
+  // A program that exists only on the PATH the job's env gives its rank.
+  const std::string bin = testing::TempDir() + "/node_runner_path_bin";
+  std::filesystem::create_directories(bin);
+  const std::string program = bin + "/tupa-test-only-on-job-path";
+  {
+    std::ofstream out(program);
+    out << "#!/bin/sh\nexit 7\n";
+  }
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  Result result;
+  NodeRunnerOptions o = Options({{"tupa-test-only-on-job-path"}}, &result);
+  o.ranks[0].env["PATH"] = "/nonexistent:" + bin;
+  NodeRunner runner(std::move(o));
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 7);  // ran it; 127 would mean not found
+}
+
 }  // namespace
 }  // namespace tupa::worker

@@ -89,10 +89,12 @@ std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
       env["OMP_NUM_THREADS"] = threads;
     }
     if (train) {
-      r.argv = {
-          options.trainer_path, "-f",
-          options.spec_file,    "--json",
-          "--backend",          options.emulated_devices ? "cpu" : "auto"};
+      // A rank on a real device trains on it or fails loudly; "auto" would
+      // quietly fall back to the CPU while the job is billed for the GPU.
+      const bool on_gpu = devices > 0 && !options.emulated_devices;
+      r.argv = {options.trainer_path, "-f",
+                options.spec_file,    "--json",
+                "--backend",          on_gpu ? "cuda" : "cpu"};
     } else {
       r.argv.assign(spec.command().begin(), spec.command().end());
     }

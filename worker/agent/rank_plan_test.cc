@@ -82,6 +82,25 @@ TEST(PlanRanks, TrainJobsRunTheTrainerPerDeviceOnTheCpuBackendWhenEmulated) {
   EXPECT_EQ(ranks[0].env.at("TUPA_EMULATED_DEVICES"), "1");
 }
 
+TEST(PlanRanks, TrainJobsOnRealDevicesAskForCudaAndCpuJobsForTheCpu) {
+  v1::Assign a = TwoNodeAssign(0);
+  a.mutable_spec()->clear_command();
+  a.mutable_spec()->mutable_train()->set_batch_size(32);
+  RankPlanOptions options;
+  options.trainer_path = "/bin/tupa-train";
+  auto ranks = PlanRanks(a, options);
+  ASSERT_EQ(ranks.size(), 2u);
+  // Never "auto": a CUDA start failure must fail the rank, not train on
+  // the CPU of a node billed for its GPUs.
+  EXPECT_EQ(ranks[1].argv.back(), "cuda");
+
+  a.clear_device_indexes();  // a train job that asked for no GPU
+  ranks = PlanRanks(a, options);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].argv.back(), "cpu");
+  EXPECT_EQ(ranks[0].env.at("CUDA_VISIBLE_DEVICES"), "");
+}
+
 TEST(PlanRanks, FractionalJobGetsShareMemoryCapAndMpsWhenRunning) {
   v1::Assign a;
   a.set_job_id(9);

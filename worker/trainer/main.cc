@@ -162,6 +162,14 @@ int main(int argc, char** argv) {
     std::cerr << "tupa-train: " << flags.file << " has no train: section\n";
     return 2;
   }
+  // The scheduler's own checks, so a spec run by hand is judged as it would
+  // be when submitted (a bad lr is an error, not silently replaced).
+  tupa::ApplyJobSpecDefaults(*spec);
+  if (absl::Status valid = tupa::ValidateJobSpec(*spec); !valid.ok()) {
+    std::cerr << "tupa-train: " << flags.file << ": " << valid.message()
+              << "\n";
+    return 2;
+  }
   absl::StatusOr<tupa::trainer::TrainConfig> config =
       tupa::trainer::TrainConfigFromSpec(spec->train());
   if (!config.ok()) {

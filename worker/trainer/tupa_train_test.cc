@@ -72,6 +72,30 @@ TEST(TupaTrainTest, SingleRankPrintsJsonStepsAndSummary) {
   EXPECT_GT(Num(s, "test_accuracy"), 0.3);  // 4 classes: chance is 0.25
 }
 
+TEST(TupaTrainTest, RefusesASpecTheSchedulerWouldRefuseNamingTheField) {
+  const std::string dir = testing::MakeTempDir("invalid");
+  struct Case {
+    std::string body, field;
+  };
+  for (const Case& c : std::vector<Case>{
+           // A path without a format used to train on synthetic data.
+           {"  model: {type: mlp, layers: [16, 4]}\n"
+            "  data: {path: /usr/share/datasets/fashion-mnist}\n",
+            "train.data.format"},
+           // A negative lr used to be replaced by the default.
+           {"  model: {type: mlp, layers: [16, 4]}\n"
+            "  data: {format: synthetic}\n"
+            "  optimizer: {name: adamw, lr: -1}\n",
+            "train.optimizer.lr"},
+       }) {
+    const std::string spec = WriteSpec(dir, "invalid", c.body);
+    TrainProcess p = StartTrain(kBinary, {"-f", spec}, {}, dir + "/run");
+    EXPECT_EQ(WaitTrain(p, absl::Seconds(30)), 2) << c.body;
+    EXPECT_NE(p.err().find(c.field), std::string::npos) << p.err();
+    EXPECT_EQ(p.out(), "") << c.body;
+  }
+}
+
 TEST(TupaTrainTest, FourRanksMatchOneRankAndKeepParametersIdentical) {
   const std::string dir = testing::MakeTempDir("dp");
   const std::string body = R"(
