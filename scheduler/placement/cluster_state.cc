@@ -202,6 +202,7 @@ bool ClusterState::LabelsMatch(
 
 bool ClusterState::Passes(int node, const SearchFilter& filter) const {
   if (filter.blocked != nullptr && (*filter.blocked)[node]) return false;
+  if (filter.only != nullptr && !(*filter.only)[node]) return false;
   if (filter.excluded != nullptr &&
       std::find(filter.excluded->begin(), filter.excluded->end(), node) !=
           filter.excluded->end()) {

@@ -43,6 +43,7 @@ struct NodeChoice {
 struct SearchFilter {
   const std::map<std::string, std::string>* labels = nullptr;
   const std::vector<char>* blocked = nullptr;  // indexed by node
+  const std::vector<char>* only = nullptr;     // if set, nodes marked here
   const std::vector<int>* excluded = nullptr;  // node indexes
 };
 

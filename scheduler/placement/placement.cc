@@ -186,7 +186,17 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
     std::optional<PendingReason> cached;
     if (key.has_value()) cached = failures.Lookup(*key, *demand);
     if (!cached.has_value() && !blocked_all) {
-      GangAttempt attempt = PlaceGang(&state, *demand, filter);
+      GangAttempt attempt;
+      if (ends_in_time && reservation.active &&
+          options.policy == PlacementOptions::Policy::kTupa) {
+        // It leaves before the reserved job starts, so the reserved nodes
+        // cost nothing to use, and every other node stays open for jobs
+        // that would run past the reservation.
+        SearchFilter reserved = filter;
+        reserved.only = &blocked;
+        attempt = PlaceGang(&state, *demand, reserved);
+      }
+      if (!attempt.placed) attempt = PlaceGang(&state, *demand, filter);
       if (attempt.placed) {
         plan.placed.push_back(ToPlacement(state, job.job_id, attempt));
         releases.push_back(ReleaseOf(job, plan.placed.back(), options.now_ms));
