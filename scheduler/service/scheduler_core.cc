@@ -180,6 +180,7 @@ void SchedulerCore::RunCycle() {
     absl::MutexLock lock(&mu_);
     RetryDeferred(now);
     CheckLeases(now);
+    CheckGangFailures(now);
     EnforceBudgets(now);
     UpdateOffPeakWaits(now);
     Schedule(now);

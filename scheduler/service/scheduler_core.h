@@ -144,6 +144,15 @@ class SchedulerCore {
     std::string waiting_reason;
     absl::Time waiting_until = absl::InfiniteFuture();
     absl::Time budget_checked;
+    // A node of this gang exited non-zero; the verdict waits in case the
+    // exit was a peer's worker dying under it (see CheckGangFailures).
+    struct NodeFailure {
+      int32_t attempt = 0;
+      int32_t exit_code = 0;
+      std::string message;
+      absl::Time decide_at;
+    };
+    std::optional<NodeFailure> gang_failure;
   };
 
   struct WorkerEntry {
@@ -194,6 +203,19 @@ class SchedulerCore {
                           const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnNodeStatus(WorkerEntry& worker, const v1::NodeStatus& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A gang's node failed: FAILED, unless a peer node's worker turns out to
+  // be lost, which requeues the job instead (a rank whose peer dies exits
+  // with an error of its own, usually before the lease runs out). Decided
+  // after kGangFailureGrace heartbeats, and not while a peer's worker is
+  // unreachable (its lease then decides).
+  void OnGangNodeFailed(ActiveJob& job, int32_t exit_code,
+                        const std::string& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckGangFailures(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a worker holding a node of (job, attempt) is disconnected or
+  // has missed heartbeats.
+  bool PeerUnreachable(int64_t job_id, int32_t attempt, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnProgress(const v1::ProgressReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -306,6 +328,11 @@ class SchedulerCore {
   // ones UpdateOffPeakWaits looks at: a cycle must not walk a deep queue
   // while submits wait for mu_. Terminal or forgotten jobs leave lazily.
   std::set<int64_t> off_peak_jobs_ ABSL_GUARDED_BY(mu_);
+  // Jobs with a gang_failure awaiting its verdict, and how many heartbeat
+  // intervals the verdict waits (a killed worker's disconnect can reach us
+  // just after its peer's exit).
+  std::set<int64_t> gang_failures_ ABSL_GUARDED_BY(mu_);
+  static constexpr int kGangFailureGrace = 3;
   // Shapes of the last jobs submitted: the request mix of the tupa policy.
   // Start() refills it from PostgreSQL.
   static constexpr size_t kRecentMixJobs = 4096;

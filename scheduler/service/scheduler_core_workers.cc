@@ -280,11 +280,16 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
   if (current) {
     ActiveJob& job = j->second;
     if (status.exit_code() != 0) {
-      FinishJob(job, v1::JOB_STATE_FAILED, status.exit_code(),
-                status.message().empty()
-                    ? absl::StrCat("node ", status.node_rank(), " exited with ",
-                                   status.exit_code())
-                    : status.message());
+      const std::string message =
+          status.message().empty()
+              ? absl::StrCat("node ", status.node_rank(), " exited with ",
+                             status.exit_code())
+              : status.message();
+      if (job.job.spec().resources().nodes() > 1) {
+        OnGangNodeFailed(job, status.exit_code(), message);
+      } else {
+        FinishJob(job, v1::JOB_STATE_FAILED, status.exit_code(), message);
+      }
     } else if (++job.nodes_succeeded >=
                std::max(1, job.job.spec().resources().nodes())) {
       FinishJob(job, v1::JOB_STATE_SUCCEEDED, 0, "");
@@ -292,6 +297,55 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
   }
   ForgetIfDone(status.job_id());
   wake_ = true;
+}
+
+void SchedulerCore::OnGangNodeFailed(ActiveJob& job, int32_t exit_code,
+                                     const std::string& message) {
+  if (job.gang_failure && job.gang_failure->attempt == job.job.attempt())
+    return;  // the first failed node's exit is the job's
+  job.gang_failure = ActiveJob::NodeFailure{
+      job.job.attempt(), exit_code, message,
+      absl::Now() + kGangFailureGrace * options_.heartbeat_interval};
+  gang_failures_.insert(job.job.id());
+  LOG(INFO) << "job " << job.job.id() << " attempt " << job.job.attempt()
+            << ": " << message << "; failing it unless a peer's worker is lost";
+}
+
+bool SchedulerCore::PeerUnreachable(int64_t job_id, int32_t attempt,
+                                    absl::Time now) {
+  for (auto a = allocs_.lower_bound(AllocKey{job_id, attempt, INT32_MIN});
+       a != allocs_.end() && std::get<0>(a->first) == job_id &&
+       std::get<1>(a->first) == attempt;
+       ++a) {
+    auto w = workers_.find(a->second.worker_id);
+    if (w == workers_.end()) continue;
+    if (w->second.session == nullptr ||
+        now - w->second.last_seen >
+            kGangFailureGrace * options_.heartbeat_interval)
+      return true;
+  }
+  return false;
+}
+
+void SchedulerCore::CheckGangFailures(absl::Time now) {
+  const std::set<int64_t> ids = gang_failures_;
+  for (int64_t id : ids) {
+    auto j = jobs_.find(id);
+    if (j == jobs_.end() || j->second.terminal || !j->second.gang_failure ||
+        j->second.gang_failure->attempt != j->second.job.attempt()) {
+      // Ended or requeued meanwhile.
+      if (j != jobs_.end()) j->second.gang_failure.reset();
+      gang_failures_.erase(id);
+      continue;
+    }
+    const ActiveJob::NodeFailure failure = *j->second.gang_failure;
+    if (now < failure.decide_at || PeerUnreachable(id, failure.attempt, now))
+      continue;
+    j->second.gang_failure.reset();
+    gang_failures_.erase(id);
+    FinishJob(j->second, v1::JOB_STATE_FAILED, failure.exit_code,
+              failure.message);
+  }
 }
 
 void SchedulerCore::OnProgress(const v1::ProgressReport& report) {

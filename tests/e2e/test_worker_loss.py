@@ -1,9 +1,13 @@
 """kill -9 of a worker while its job runs: the job requeues as attempt 2 and
 succeeds on the other worker; the killed worker, restarted, does not run
 the old attempt (issue 2, must-show 4). The same with PostgreSQL down when
-the worker's lease runs out."""
+the worker's lease runs out. A gang whose surviving rank fails because its
+peer's worker died is requeued too; a gang node failing on its own still
+fails the job."""
 
 import os
+import shutil
+import tempfile
 import time
 import unittest
 import uuid
@@ -70,6 +74,42 @@ class WorkerLossTest(unittest.TestCase):
             done = c.wait_job(job["id"], "SUCCEEDED", timeout=90)
             self.assertEqual(done["attempt"], 2, done)
             self.assertIn(f"recorded {deferred}", c.log("scheduler"))
+
+    def test_gang_rank_that_fails_because_its_peer_died_requeues_the_job(self):
+        # Node 0's rank stands in for a collective: it exits 1 as soon as
+        # node 1's rank is gone, which happens when node 1's worker is
+        # killed, well before that worker's lease runs out. The job must be
+        # requeued (a lost worker), not failed with node 0's exit code.
+        with Cluster(workers=3, gpus_per_worker=1, worker_timeout="3s") as c:
+            pids = tempfile.mkdtemp(prefix="tupa-e2e-gang-")
+            self.addCleanup(shutil.rmtree, pids, True)
+            cmd = ('echo attempt $TUPA_ATTEMPT node $NODE_RANK; '
+                   '[ "$TUPA_ATTEMPT" = 1 ] || exit 0; '
+                   'if [ "$NODE_RANK" = 1 ]; then echo $$ > $PIDS/peer; exec sleep 600; fi; '
+                   'while [ ! -s $PIDS/peer ]; do sleep 0.1; done; '
+                   'while kill -0 $(cat $PIDS/peer) 2>/dev/null; do sleep 0.1; done; '
+                   'echo "peer rank gone: collective failed" >&2; exit 1')
+            job = c.submit("--nodes", "2", "--gpus", "1", "--retries", "2",
+                           "--env", f"PIDS={pids}", "--", "sh", "-c", cmd)
+            running = c.wait_job(job["id"], "RUNNING", timeout=60)
+            wait_for(lambda: os.path.exists(os.path.join(pids, "peer")), timeout=20,
+                     message="node 1's rank")
+            victim = [p["worker_id"] for p in running["placements"]
+                      if p.get("node_rank", 0) == 1][0]
+            c.kill(victim)
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+            self.assertEqual(done["attempt"], 2, done)
+            self.assertNotIn(victim, {p["worker_id"] for p in done["placements"]})
+            self.assertIn(f"worker {victim} lost", self._events(c, job["id"]))
+
+    def test_gang_node_failure_with_healthy_peers_fails_the_job(self):
+        # The grace above must not turn a real failure into a retry.
+        with Cluster(workers=2, gpus_per_worker=1) as c:
+            job = c.submit("--nodes", "2", "--gpus", "1", "--retries", "2", "--",
+                           "sh", "-c", 'if [ "$NODE_RANK" = 0 ]; then exit 5; fi; sleep 60')
+            done = c.wait_job(job["id"], "FAILED", timeout=60)
+            self.assertEqual(done.get("exit_code"), 5, done)
+            self.assertEqual(done["attempt"], 1, done)
 
     def _events(self, c, job_id):
         import subprocess
