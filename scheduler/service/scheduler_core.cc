@@ -434,6 +434,8 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     assign->set_master_port(master_port);
     assign->set_world_size(first_rank);
     assign->set_first_rank(first_ranks[i]);
+    assign->set_job_created_at_ms(
+        TimeUtil::TimestampToMilliseconds(job.job.created_at()));
     Send(n.worker_id, std::move(msg));
   }
   LOG(INFO) << "job " << job.job.id() << " attempt " << attempt

@@ -15,6 +15,7 @@
 #include "common/client_credentials.h"
 #include "common/hook_runner.h"
 #include "tupa/v1/worker_protocol.grpc.pb.h"
+#include "worker/agent/checkpoint_dir.h"
 #include "worker/agent/progress_parser.h"
 
 namespace tupa::worker {
@@ -301,11 +302,10 @@ void Agent::OnAssign(const v1::Assign& assign) {
   const NodeKey key{assign.job_id(), assign.attempt(), assign.node_rank()};
   const std::string dir = absl::StrCat(options_.work_dir, "/jobs/",
                                        assign.job_id(), "-", assign.attempt());
-  const std::string checkpoint_dir =
-      absl::StrCat(options_.checkpoint_root.empty()
-                       ? absl::StrCat(options_.work_dir, "/checkpoints")
-                       : options_.checkpoint_root,
-                   "/job-", assign.job_id());
+  const std::string checkpoint_root =
+      options_.checkpoint_root.empty()
+          ? absl::StrCat(options_.work_dir, "/checkpoints")
+          : options_.checkpoint_root;
   absl::MutexLock lock(&mu_);
   if (!shutdown_reason_.empty()) {
     LOG(WARNING) << "shutting down: refusing job " << assign.job_id();
@@ -326,7 +326,15 @@ void Agent::OnAssign(const v1::Assign& assign) {
 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  std::filesystem::create_directories(checkpoint_dir, ec);
+  // Claimed once per node: the ranks of this node share it.
+  absl::StatusOr<std::string> claimed = ClaimCheckpointDir(
+      checkpoint_root, assign.job_id(), assign.job_created_at_ms());
+  // Without a claimed directory the job runs without checkpoints rather
+  // than risk resuming another job's.
+  if (!claimed.ok())
+    LOG(WARNING) << "job " << assign.job_id()
+                 << " runs without checkpoints: " << claimed.status();
+  const std::string checkpoint_dir = claimed.ok() ? *claimed : "";
   RankPlanOptions plan;
   plan.trainer_path = options_.trainer_path;
   plan.spec_file = absl::StrCat(dir, "/job.json");

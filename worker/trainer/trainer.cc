@@ -187,6 +187,14 @@ absl::Status Run::RestoreOrInit() {
         return absl::FailedPreconditionError(absl::StrCat(
             *path, " was written for a different model or optimizer"));
       }
+      // The data order and every RNG stream are functions of (seed, step,
+      // world size): continuing under others would not be this run.
+      if (s.seed != config_.seed || s.world_size != options_.world_size) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            *path, " was written by a run with seed ", s.seed,
+            " and world size ", s.world_size, "; this run has seed ",
+            config_.seed, " and world size ", options_.world_size));
+      }
       ckpt = std::move(s);
     }
   }

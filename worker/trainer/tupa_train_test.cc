@@ -142,6 +142,32 @@ TEST(TupaTrainTest, FourRanksMatchOneRankAndKeepParametersIdentical) {
   }
 }
 
+TEST(TupaTrainTest, RefusesToResumeACheckpointOfAnotherSeed) {
+  const std::string dir = testing::MakeTempDir("other_seed");
+  auto spec_with_seed = [&](int seed) {
+    return WriteSpec(dir, absl::StrCat("seed", seed),
+                     absl::StrCat(R"(
+  model: {type: mlp, layers: [16, 4]}
+  data: {format: synthetic, samples: 256, test_samples: 64}
+  batch_size: 16
+  steps: 20
+  checkpoint_every: 10
+  seed: )",
+                                  seed, "\n"));
+  };
+  const std::string ckpt = dir + "/ckpt";
+  TrainProcess first =
+      StartTrain(kBinary, {"-f", spec_with_seed(1), "--checkpoint-dir", ckpt},
+                 {}, dir + "/first");
+  ASSERT_EQ(WaitTrain(first, absl::Seconds(60)), 0) << first.err();
+  TrainProcess other = StartTrain(
+      kBinary,
+      {"-f", spec_with_seed(2), "--checkpoint-dir", ckpt, "--steps", "40"}, {},
+      dir + "/other");
+  EXPECT_NE(WaitTrain(other, absl::Seconds(60)), 0);
+  EXPECT_NE(other.err().find("seed 1"), std::string::npos) << other.err();
+}
+
 // Runs 2 ranks with checkpoints, SIGKILLs rank 1 mid-run, restarts both and
 // checks every step after the restart against an uninterrupted run, bit for
 // bit (losses as printed with 9 significant digits and parameter hashes).
