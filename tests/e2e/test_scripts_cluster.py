@@ -2,8 +2,8 @@
 
 The stand-ins (written to a temp dir, never to build/) take the real
 binaries' flags: the scheduler listens on --listen and checks that
-TUPA_DATABASE_URL reaches PostgreSQL; a worker records its argv and starts
-a child in its own process group, like a rank. This tests the script
+TUPA_DATABASE_URL reaches PostgreSQL; a worker records its argv, starts
+a child in its own process group, like a rank, and serves its metrics port. This tests the script
 without a build; tests on the real binaries live beside this file.
 """
 
@@ -37,11 +37,27 @@ STUB_SCHEDULER = textwrap.dedent("""\
     """)
 
 STUB_WORKER = textwrap.dedent("""\
-    #!/usr/bin/env bash
-    echo "ARGV $*"
-    set -m; sleep 997 & set +m     # a 'rank' in its own process group
-    trap 'exit 0' TERM
-    while true; do sleep 0.1; done
+    #!/usr/bin/env python3
+    import os, signal, socket, subprocess, sys
+    argv = sys.argv[1:]
+    print("ARGV", " ".join(argv), flush=True)
+    # A 'rank' in its own process group.
+    subprocess.Popen(["sleep", "997"], preexec_fn=os.setpgrp)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Serves --metrics-listen, as the real worker does before anything else.
+    listen = argv[argv.index("--metrics-listen") + 1]
+    once = os.environ.get("TUPA_STUB_LOSE_PORT_ONCE")
+    if once and not os.path.exists(os.path.join(once, "lost")):
+        open(os.path.join(once, "lost"), "w").close()
+        print("tupa-worker: metrics: cannot listen on", listen, flush=True)
+        sys.exit(1)
+    host, port = listen.rsplit(":", 1)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(port)))
+    s.listen()
+    while True:
+        s.accept()[0].close()
     """)
 
 
@@ -101,6 +117,20 @@ class ScriptsClusterTest(unittest.TestCase):
                 self.assertEqual(flag(w, "--checkpoint-root"), os.path.join(c.home, "checkpoints"))
                 self.assertEqual(w[-2:], ["--labels", "zone=a"])
                 self.assertIn(f"http://{flag(w, '--metrics-listen')}/metrics", urls)
+
+    def test_a_worker_whose_fresh_metrics_port_was_taken_gets_another(self):
+        # The stand-in fails its first bind as a real worker does when
+        # another process took the port between the pick and the bind.
+        marks = tempfile.mkdtemp(prefix="tupa-stub-marks-")
+        self.addCleanup(shutil.rmtree, marks, True)
+        with self.cluster(workers=1, env={"TUPA_STUB_LOSE_PORT_ONCE": marks}) as c:
+            starts = [l.split()[1:] for l in c.log("worker-1").splitlines()
+                      if l.startswith("ARGV ")]
+            self.assertEqual(len(starts), 2, c.log("worker-1"))
+            self.assertNotEqual(flag(starts[0], "--metrics-listen"),
+                                flag(starts[1], "--metrics-listen"))
+            self.assertIn(flag(starts[1], "--metrics-listen"),
+                          c.env["TUPA_WORKER_METRICS_URLS"])
 
     def test_up_after_kill_restarts_only_that_component_on_the_same_port(self):
         with self.cluster() as c:
