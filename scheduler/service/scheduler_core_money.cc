@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
@@ -486,7 +488,12 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
   PlacementOptions placement;
   placement.policy = options_.policy;
   placement.now_ms = absl::ToUnixMillis(now);
-  std::vector<v1::Estimate> list;
+  // Cheapest first: by cost, else by price per GPU-hour (unpriced last).
+  struct Ranked {
+    std::optional<Money> order;
+    v1::Estimate estimate;
+  };
+  std::vector<Ranked> list;
   for (const auto& [key, pool] : pools) {
     // The whole request (gang, CPU, memory, labels) against this pool
     // alone; the running jobs' ends give the earliest start when it does
@@ -508,7 +515,8 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
                   : absl::InfiniteFuture();
     }
     const WorkerEntry& w = *pool.sample;
-    v1::Estimate e;
+    Ranked ranked;
+    v1::Estimate& e = ranked.estimate;
     e.set_region(std::get<0>(key));
     e.set_gpu_type(std::get<1>(key));
     e.set_offering(std::get<2>(key));
@@ -534,25 +542,30 @@ absl::StatusOr<v1::EstimateJobResponse> SchedulerCore::EstimateJob(
       if (w.price) {
         auto cost =
             pricing::Estimate(*w.price, TotalGpus(spec), priced_from, d);
-        if (cost.ok()) e.set_cost(cost->ToString());
+        if (cost.ok()) {
+          e.set_cost(cost->ToString());
+          ranked.order = *cost;
+        }
       }
     } else {
       e.set_basis("no max_runtime: price per GPU-hour only");
     }
-    if (w.price)
-      e.set_price_per_gpu_hour(pricing::PriceAt(*w.price, now).ToString());
-    list.push_back(std::move(e));
+    if (w.price) {
+      const Money hourly = pricing::PriceAt(*w.price, now);
+      e.set_price_per_gpu_hour(hourly.ToString());
+      if (!ranked.order) ranked.order = hourly;
+    }
+    list.push_back(std::move(ranked));
   }
-  std::sort(list.begin(), list.end(),
-            [](const v1::Estimate& a, const v1::Estimate& b) {
-              auto ca = Money::FromString(
-                  a.cost().empty() ? a.price_per_gpu_hour() : a.cost());
-              auto cb = Money::FromString(
-                  b.cost().empty() ? b.price_per_gpu_hour() : b.cost());
-              if (ca.ok() && cb.ok() && *ca != *cb) return *ca < *cb;
-              return a.region() + a.gpu_type() < b.region() + b.gpu_type();
-            });
-  for (auto& e : list) *out.add_estimates() = std::move(e);
+  std::sort(list.begin(), list.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.order && b.order && *a.order != *b.order) return *a.order < *b.order;
+    if (a.order.has_value() != b.order.has_value()) return a.order.has_value();
+    return std::tie(a.estimate.region(), a.estimate.gpu_type(),
+                    a.estimate.offering()) < std::tie(b.estimate.region(),
+                                                      b.estimate.gpu_type(),
+                                                      b.estimate.offering());
+  });
+  for (auto& r : list) *out.add_estimates() = std::move(r.estimate);
   return out;
 }
 
