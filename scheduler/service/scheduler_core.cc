@@ -30,6 +30,8 @@ absl::Status SchedulerCore::Start() {
   ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadActiveJobs());
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocs,
                    store_->LoadOpenAllocations());
+  ASSIGN_OR_RETURN(std::vector<EndedNode> ended,
+                   store_->LoadEndedNodesOfActiveJobs());
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
   ASSIGN_OR_RETURN(std::vector<UptimeRecord> uptime, store_->LoadOpenUptime());
   ASSIGN_OR_RETURN(auto stopped_reasons, store_->LastShutdownReasons());
@@ -126,6 +128,7 @@ absl::Status SchedulerCore::Start() {
       alloc.team = job->second.job.spec().team();
       AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
+    ReconcileEndedNodes(ended);
     LOG(INFO) << "rebuilt from PostgreSQL: " << jobs_.size() << " active jobs, "
               << allocs_.size() << " open allocations, " << workers_.size()
               << " known workers; request mix of the last "

@@ -248,8 +248,15 @@ class SchedulerCore {
   pricing::Money CostOf(const Alloc& alloc, absl::Time end);
   // Cost of the worker's open uptime span up to `end`; zero when unpriced.
   pricing::Money UptimeCost(const WorkerEntry& worker, absl::Time end);
-  // Ends an allocation at `end`: prices it, records it, adds to its job.
-  void CloseAlloc(const AllocKey& key, const Alloc& alloc, absl::Time end)
+  // Ends an allocation at `end`: prices it, records it (with the node's
+  // exit code when its worker reported one), adds to its job.
+  void CloseAlloc(const AllocKey& key, const Alloc& alloc, absl::Time end,
+                  std::optional<int32_t> exit_code = std::nullopt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At start: the nodes of running attempts that ended before the restart
+  // count as succeeded, or decide the job (FAILED, or a requeue for a node
+  // closed without an exit status), as they would have without it.
+  void ReconcileEndedNodes(const std::vector<EndedNode>& ended)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OpenUptime(WorkerEntry& worker, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

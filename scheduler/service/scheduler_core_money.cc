@@ -53,7 +53,8 @@ Money SchedulerCore::UptimeCost(const WorkerEntry& worker, absl::Time end) {
 }
 
 void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
-                               absl::Time end) {
+                               absl::Time end,
+                               std::optional<int32_t> exit_code) {
   const auto [job_id, attempt, node] = key;
   std::string cost, currency;
   if (alloc.price) {
@@ -67,9 +68,9 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                       alloc.gpu_type, currency, m.ToDouble());
   }
   auto write = [store = store_, job_id = job_id, attempt = attempt, node = node,
-                end_ms = absl::ToUnixMillis(end), cost, currency] {
-    return store->CloseAllocation(job_id, attempt, node, end_ms, cost,
-                                  currency);
+                end_ms = absl::ToUnixMillis(end), cost, currency, exit_code] {
+    return store->CloseAllocation(job_id, attempt, node, end_ms, cost, currency,
+                                  exit_code);
   };
   absl::Status s = write();
   if (absl::IsUnavailable(s)) {

@@ -274,7 +274,7 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
     return;
   }
   if (status.state() != v1::NODE_STATE_EXITED) return;
-  CloseAlloc(key, a->second, absl::Now());
+  CloseAlloc(key, a->second, absl::Now(), status.exit_code());
   EraseAlloc(key);
   Changed();
   if (current) {
@@ -309,6 +309,45 @@ void SchedulerCore::OnGangNodeFailed(ActiveJob& job, int32_t exit_code,
   gang_failures_.insert(job.job.id());
   LOG(INFO) << "job " << job.job.id() << " attempt " << job.job.attempt()
             << ": " << message << "; failing it unless a peer's worker is lost";
+}
+
+void SchedulerCore::ReconcileEndedNodes(const std::vector<EndedNode>& ended) {
+  std::map<int64_t, std::vector<const EndedNode*>> by_job;
+  for (const EndedNode& n : ended) by_job[n.job_id].push_back(&n);
+  for (const auto& [id, nodes] : by_job) {
+    auto j = jobs_.find(id);
+    if (j == jobs_.end() || j->second.terminal) continue;
+    ActiveJob& job = j->second;
+    const EndedNode* failed = nullptr;
+    const EndedNode* unreported = nullptr;
+    for (const EndedNode* n : nodes) {
+      if (!n->exit_code.has_value()) {
+        if (unreported == nullptr) unreported = n;
+      } else if (*n->exit_code == 0) {
+        ++job.nodes_succeeded;
+      } else if (failed == nullptr) {
+        failed = n;
+      }
+    }
+    if (failed != nullptr) {
+      const std::string message =
+          absl::StrCat("node ", failed->node_rank, " exited with ",
+                       *failed->exit_code, " (before a scheduler restart)");
+      if (job.job.spec().resources().nodes() > 1) {
+        OnGangNodeFailed(job, *failed->exit_code, message);
+      } else {
+        FinishJob(job, v1::JOB_STATE_FAILED, *failed->exit_code, message);
+      }
+    } else if (unreported != nullptr) {
+      // Its worker was lost and the requeue did not reach PostgreSQL.
+      RequeueOrFail(job, absl::StrCat("node ", unreported->node_rank,
+                                      " ended without an exit status before "
+                                      "a scheduler restart"));
+    } else if (job.nodes_succeeded >=
+               std::max(1, job.job.spec().resources().nodes())) {
+      FinishJob(job, v1::JOB_STATE_SUCCEEDED, 0, "");
+    }
+  }
 }
 
 bool SchedulerCore::PeerUnreachable(int64_t job_id, int32_t attempt,

@@ -284,6 +284,26 @@ absl::StatusOr<std::vector<AllocationRecord>> JobStore::LoadOpenAllocations() {
       });
 }
 
+absl::StatusOr<std::vector<EndedNode>> JobStore::LoadEndedNodesOfActiveJobs() {
+  return RunTx<std::vector<EndedNode>>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<EndedNode>> {
+        pqxx::result r = w.exec(
+            "SELECT a.job_id, a.node_rank, a.exit_code FROM allocations a "
+            "JOIN jobs j ON j.id = a.job_id AND j.attempt = a.attempt "
+            "WHERE j.state IN ('ASSIGNED', 'RUNNING') "
+            "AND a.ended_at IS NOT NULL ORDER BY a.job_id, a.node_rank");
+        std::vector<EndedNode> out;
+        for (const auto& row : r) {
+          EndedNode n;
+          n.job_id = row[0].as<int64_t>();
+          n.node_rank = row[1].as<int32_t>();
+          if (!row[2].is_null()) n.exit_code = row[2].as<int32_t>();
+          out.push_back(n);
+        }
+        return out;
+      });
+}
+
 absl::Status JobStore::AssignJob(int64_t id, int32_t attempt,
                                  const std::vector<AllocationRecord>& nodes) {
   return RunTx<bool>(
@@ -377,7 +397,10 @@ absl::StatusOr<int32_t> JobStore::RequeueJob(int64_t id, int32_t attempt,
 absl::Status JobStore::CloseAllocation(int64_t id, int32_t attempt,
                                        int32_t node_rank, int64_t ended_at_ms,
                                        const std::string& cost,
-                                       const std::string& currency) {
+                                       const std::string& currency,
+                                       std::optional<int32_t> exit_code) {
+  const std::string exit_text =
+      exit_code.has_value() ? absl::StrCat(*exit_code) : "";
   absl::Status closed =
       RunTx<bool>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<bool> {
         w.exec_params(
@@ -385,9 +408,10 @@ absl::Status JobStore::CloseAllocation(int64_t id, int32_t attempt,
                          "started_at, ",
                          store_internal::MillisParam(4),
                          "), cost = NULLIF($5, '')::numeric, currency = "
-                         "NULLIF($6, '') WHERE job_id = $1 AND attempt = $2 "
+                         "NULLIF($6, ''), exit_code = NULLIF($7, '')::int "
+                         "WHERE job_id = $1 AND attempt = $2 "
                          "AND node_rank = $3 AND ended_at IS NULL"),
-            id, attempt, node_rank, ended_at_ms, cost, currency);
+            id, attempt, node_rank, ended_at_ms, cost, currency, exit_text);
         return true;
       }).status();
   // After the commit, and also after a failure (the commit may have

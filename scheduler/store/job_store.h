@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <pqxx/connection>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@ struct JobFilter {
   std::string user;
   std::string team;
   int limit = 500;
+};
+
+// A node of a job's current attempt whose allocation is closed.
+struct EndedNode {
+  int64_t job_id = 0;
+  int32_t node_rank = 0;
+  std::optional<int32_t> exit_code;  // none: closed without an EXITED report
 };
 
 // One open (or just closed) allocation row.
@@ -144,10 +152,15 @@ class JobStore {
   absl::StatusOr<int32_t> RequeueJob(int64_t id, int32_t attempt,
                                      const std::string& message);
   // Closes one node's allocation of an attempt (its processes are gone) at
-  // `ended_at_ms`, with its cost (decimal; "" when unpriced).
+  // `ended_at_ms`, with its cost (decimal; "" when unpriced) and, when the
+  // worker reported the node EXITED, its exit code.
   absl::Status CloseAllocation(int64_t id, int32_t attempt, int32_t node_rank,
                                int64_t ended_at_ms, const std::string& cost,
-                               const std::string& currency);
+                               const std::string& currency,
+                               std::optional<int32_t> exit_code = std::nullopt);
+  // The closed allocations of the current attempts of ASSIGNED and RUNNING
+  // jobs: the nodes that ended before a scheduler restart.
+  absl::StatusOr<std::vector<EndedNode>> LoadEndedNodesOfActiveJobs();
   absl::Status UpdateProgress(int64_t id, int32_t attempt,
                               const v1::Progress& progress);
 

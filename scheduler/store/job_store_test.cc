@@ -331,6 +331,46 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
             5);  // PENDING, ASSIGNED, RUNNING, PENDING (attempt 2), FAILED
 }
 
+TEST_F(JobStoreTest, EndedNodesOfActiveJobsCarryTheirExitCodes) {
+  auto job = store_->SubmitJob(Spec("gang"), "")->job;
+  ASSERT_TRUE(store_
+                  ->UpsertWorker([] {
+                    v1::Worker w;
+                    w.set_id("worker-1");
+                    w.set_state(v1::WORKER_STATE_UP);
+                    return w;
+                  }())
+                  .ok());
+  std::vector<AllocationRecord> nodes(3);
+  for (int i = 0; i < 3; ++i) {
+    nodes[i].worker_id = "worker-1";
+    nodes[i].node_rank = i;
+    nodes[i].device_indexes = {i};
+    nodes[i].gpus = 1;
+  }
+  ASSERT_TRUE(store_->AssignJob(job.id(), 1, nodes).ok());
+  ASSERT_TRUE(store_->MarkRunning(job.id(), 1).ok());
+  EXPECT_TRUE(store_->LoadEndedNodesOfActiveJobs()->empty());
+  // Node 0 exited 0, node 2 exited 9, node 1 still runs.
+  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 0, 0, "", "", 0).ok());
+  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 2, 0, "", "", 9).ok());
+  auto ended = store_->LoadEndedNodesOfActiveJobs();
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  ASSERT_EQ(ended->size(), 2u);
+  EXPECT_EQ((*ended)[0].node_rank, 0);
+  EXPECT_EQ((*ended)[0].exit_code, std::optional<int32_t>(0));
+  EXPECT_EQ((*ended)[1].node_rank, 2);
+  EXPECT_EQ((*ended)[1].exit_code, std::optional<int32_t>(9));
+  // A node closed without a report (its worker lost) has no exit code.
+  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 1, 0, "", "").ok());
+  ended = store_->LoadEndedNodesOfActiveJobs();
+  ASSERT_EQ(ended->size(), 3u);
+  EXPECT_FALSE((*ended)[1].exit_code.has_value());
+  // Only current attempts of active jobs count.
+  ASSERT_TRUE(store_->RequeueJob(job.id(), 1, "lost").ok());
+  EXPECT_TRUE(store_->LoadEndedNodesOfActiveJobs()->empty());
+}
+
 TEST_F(JobStoreTest, ListFiltersByStateAndTeam) {
   auto a = store_->SubmitJob(Spec("a"), "")->job;
   v1::JobSpec other = Spec("b");

@@ -10,6 +10,9 @@ worker after the restart and succeeds too (not requeued).
 A scheduler that hangs and is then killed never reads what its workers
 wrote last: an EXITED status sent into its socket must be sent again to
 the restarted scheduler, or a job that succeeded runs a second time.
+
+Nodes of a gang that ended before the restart still count after it: their
+exit codes are in PostgreSQL (allocations.exit_code).
 """
 
 import os
@@ -157,6 +160,47 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
             url = c.env["TUPA_DATABASE_URL"]
             self.assertEqual(psql(url, "SELECT count(*), count(ended_at) FROM allocations "
                                        f"WHERE job_id = {job_id}"), "1|1")
+
+    def test_gang_nodes_that_ended_before_a_restart_still_count(self):
+        # Node 0 succeeds and node 1 fails before the scheduler is killed;
+        # node 2 succeeds after the restart. The restarted scheduler must
+        # know how nodes 0 and 1 ended (allocations.exit_code): the job
+        # fails with node 1's code. Counting from zero it would wait forever.
+        with Cluster(workers=3, gpus_per_worker=1) as c:
+            flag = os.path.join(c.home, "go")
+            cmd = (f'case $NODE_RANK in 0) exit 0;; 1) exit 4;; esac; '
+                   f'while [ ! -e {flag} ]; do sleep 0.1; done')
+            job = c.submit("--nodes", "3", "--gpus", "1", "--", "sh", "-c", cmd)
+            job_id = int(job["id"])
+            url = c.env["TUPA_DATABASE_URL"]
+            wait_for(lambda: psql(url, "SELECT count(exit_code) FROM allocations "
+                                       f"WHERE job_id = {job_id}") == "2",
+                     30, message="nodes 0 and 1 to end")
+            c.kill("scheduler")  # within the gang-failure grace of node 1
+            with open(flag, "w"):
+                pass
+            c.up()
+            done = c.wait_job(job_id, "FAILED", timeout=60)
+            self.assertEqual(done.get("exit_code"), 4, done)
+            self.assertEqual(done["attempt"], 1, done)
+
+    def test_a_gang_whose_nodes_all_succeeded_around_a_restart_succeeds(self):
+        with Cluster(workers=2, gpus_per_worker=1) as c:
+            flag = os.path.join(c.home, "go")
+            cmd = (f'[ "$NODE_RANK" = 0 ] && exit 0; '
+                   f'while [ ! -e {flag} ]; do sleep 0.1; done')
+            job = c.submit("--nodes", "2", "--gpus", "1", "--", "sh", "-c", cmd)
+            job_id = int(job["id"])
+            url = c.env["TUPA_DATABASE_URL"]
+            wait_for(lambda: psql(url, "SELECT count(exit_code) FROM allocations "
+                                       f"WHERE job_id = {job_id}") == "1",
+                     30, message="node 0 to end")
+            c.kill("scheduler")
+            c.up()
+            with open(flag, "w"):
+                pass
+            done = c.wait_job(job_id, "SUCCEEDED", timeout=60)
+            self.assertEqual(done["attempt"], 1, done)
 
 
 if __name__ == "__main__":
