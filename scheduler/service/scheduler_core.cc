@@ -94,14 +94,6 @@ absl::Status SchedulerCore::Start() {
         if (closed.ok()) active.closed_cost = *closed;
       }
       active.job = std::move(j);
-      // A held job stays held across a restart.
-      if (active.job.state() == v1::JOB_STATE_PENDING && options_.pricing) {
-        const auto& stored = spend.at(active.job.spec().team());
-        if (stored.ok())
-          CheckBudget(active.job.spec(), now, *stored, &active.pending_reason)
-              .IgnoreError();
-        active.budget_checked = now;
-      }
       AddJob(std::move(active));
     }
     for (const AllocationRecord& a : allocs) {
@@ -129,6 +121,22 @@ absl::Status SchedulerCore::Start() {
       AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
     ReconcileEndedNodes(ended);
+    // A held job stays held across a restart. Checked once the open
+    // allocations are back: the running jobs' cost so far counts against
+    // the team's budget, and is in no stored row until they end.
+    if (options_.pricing) {
+      for (auto& [id, active] : jobs_) {
+        if (active.terminal || active.job.state() != v1::JOB_STATE_PENDING)
+          continue;
+        // (A job ReconcileEndedNodes just requeued has no stored spend read.)
+        auto stored = spend.find(active.job.spec().team());
+        if (stored != spend.end() && stored->second.ok())
+          CheckBudget(active.job.spec(), now, *stored->second,
+                      &active.pending_reason)
+              .IgnoreError();
+        active.budget_checked = now;
+      }
+    }
     LOG(INFO) << "rebuilt from PostgreSQL: " << jobs_.size() << " active jobs, "
               << allocs_.size() << " open allocations, " << workers_.size()
               << " known workers; request mix of the last "

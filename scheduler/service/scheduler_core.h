@@ -275,7 +275,10 @@ class SchedulerCore {
   // holding the core.
   absl::StatusOr<std::optional<pricing::Money>> StoredTeamSpend(
       const std::string& team, absl::Time now);
-  // The cheapest estimate of `spec` over the known workers, if any.
+  // The cheapest estimate of `spec` over the live (UP or DRAINING) workers
+  // of its GPU types; over every known worker of them only when none is
+  // live (a pool stopped by the idle policy is started again for it). A
+  // lost worker's price never undercuts the live ones.
   std::optional<pricing::Money> EstimateCost(const v1::JobSpec& spec,
                                              absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

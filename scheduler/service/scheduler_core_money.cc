@@ -123,17 +123,25 @@ std::optional<Money> SchedulerCore::EstimateCost(const v1::JobSpec& spec,
   if (!options_.pricing || spec.max_runtime().seconds() <= 0)
     return std::nullopt;
   const auto& types = spec.resources().gpu_type();
-  std::optional<Money> best;
-  for (const auto& [id, w] : workers_) {
-    if (!w.price || w.info.state() == v1::WORKER_STATE_OFFLINE) continue;
-    if (!types.empty() &&
-        std::find(types.begin(), types.end(), w.gpu_type) == types.end())
-      continue;
-    auto cost = pricing::Estimate(*w.price, TotalGpus(spec), now,
-                                  absl::Seconds(spec.max_runtime().seconds()));
-    if (cost.ok() && (!best || *cost < *best)) best = *cost;
-  }
-  return best;
+  auto cheapest = [&](bool live_only) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::optional<Money> best;
+    for (const auto& [id, w] : workers_) {
+      const v1::WorkerState state = w.info.state();
+      const bool live =
+          state == v1::WORKER_STATE_UP || state == v1::WORKER_STATE_DRAINING;
+      if (!w.price || (live_only && !live)) continue;
+      if (!types.empty() &&
+          std::find(types.begin(), types.end(), w.gpu_type) == types.end())
+        continue;
+      auto cost =
+          pricing::Estimate(*w.price, TotalGpus(spec), now,
+                            absl::Seconds(spec.max_runtime().seconds()));
+      if (cost.ok() && (!best || *cost < *best)) best = *cost;
+    }
+    return best;
+  };
+  std::optional<Money> best = cheapest(/*live_only=*/true);
+  return best ? best : cheapest(/*live_only=*/false);
 }
 
 absl::StatusOr<std::optional<Money>> SchedulerCore::StoredTeamSpend(

@@ -165,6 +165,30 @@ class MoneyTest(unittest.TestCase):
                              "--", "true")
             c.wait_job(other["id"], "SUCCEEDED", timeout=30)
 
+    def test_a_job_held_for_budget_stays_held_across_a_scheduler_restart(self):
+        config = write_config("hold")
+        with Cluster(workers=2, gpus_per_worker=2, region="sa-east-1",
+                     scheduler_config=config) as c:
+            wait_for(lambda: len(c.workers_json()) == 2, timeout=20, message="workers up")
+            # 2 GPUs at 0.01/s each: the running job alone is past the 0.50
+            # budget after 25 s, and none of it is in a closed (stored) row.
+            long = c.submit("--team", "small", "--gpus", "2", "--", "sleep", "600")
+            c.wait_job(long["id"], "RUNNING", timeout=30)
+            time.sleep(27)
+            held = c.submit("--team", "small", "--gpus", "1", "--max-runtime", "1s",
+                            "--", "true")
+            time.sleep(2)
+            self.assertIn("BUDGET", c.get_job(held["id"]).get("pending_reason", ""))
+            c.kill("scheduler")
+            c.up()
+            # After the restart the running job's cost so far still counts.
+            wait_for(lambda: c.cli("get", str(held["id"])).code == 0, timeout=30,
+                     message="scheduler back")
+            time.sleep(3)
+            now = c.get_job(held["id"])
+            self.assertTrue(now["state"].endswith("PENDING"), now)
+            self.assertIn("BUDGET", now.get("pending_reason", ""), now)
+
     def test_worker_without_a_price_is_refused(self):
         config = write_config("reject")
         with Cluster(workers=1, gpus_per_worker=2, region="eu-west-9",
