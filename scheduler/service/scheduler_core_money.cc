@@ -16,6 +16,7 @@
 #include "common/job_spec.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
+#include "scheduler/pricing/usage_window.h"
 #include "scheduler/service/scheduler_core.h"
 
 namespace tupa::scheduler {
@@ -370,16 +371,19 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   if (since > until)
     return absl::InvalidArgumentError("since: must be before until");
   const std::string group_by = req.group_by().empty() ? "team" : req.group_by();
+  const bool by_day = group_by == "day";
+  const int64_t since_ms = absl::ToUnixMillis(since);
+  const int64_t until_ms = absl::ToUnixMillis(until);
   ASSIGN_OR_RETURN(std::vector<CostGroup> closed,
-                   store_->CostByGroup(group_by, absl::ToUnixMillis(since),
-                                       absl::ToUnixMillis(until)));
-  ASSIGN_OR_RETURN(CostGroup uptime,
-                   store_->UptimeTotals(absl::ToUnixMillis(since),
-                                        absl::ToUnixMillis(until)));
-  ASSIGN_OR_RETURN(
-      std::string saved,
-      store_->IdleShutdownSavings(absl::ToUnixMillis(since),
-                                  absl::ToUnixMillis(std::min(until, now))));
+                   store_->CostByGroup(group_by, since_ms, until_ms));
+  ASSIGN_OR_RETURN(std::vector<UsageRow> crossing,
+                   store_->CrossingAllocations(group_by, since_ms, until_ms));
+  ASSIGN_OR_RETURN(CostGroup uptime, store_->UptimeTotals(since_ms, until_ms));
+  ASSIGN_OR_RETURN(std::vector<UsageRow> crossing_uptime,
+                   store_->CrossingUptime(since_ms, until_ms));
+  ASSIGN_OR_RETURN(std::string saved,
+                   store_->IdleShutdownSavings(
+                       since_ms, absl::ToUnixMillis(std::min(until, now))));
   std::map<std::string, std::pair<double, Money>> groups;
   for (const CostGroup& g : closed) {
     auto m = Money::FromString(g.cost);
@@ -388,11 +392,37 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   Money uptime_cost;
   if (auto m = Money::FromString(uptime.cost); m.ok()) uptime_cost = *m;
   double uptime_seconds = uptime.gpu_seconds;
+  // Spans that the window cuts count their part inside it (by day, each
+  // day its part).
+  auto span_of = [&](const UsageRow& row) {
+    pricing::UsageSpan span;
+    span.start = absl::FromUnixMillis(row.started_ms);
+    span.end = absl::FromUnixMillis(row.ended_ms);
+    span.gpus = row.gpus;
+    if (auto m = Money::FromString(row.cost); m.ok()) span.billed = *m;
+    span.price = PriceFor(row.region, row.gpu_type, row.offering);
+    return span;
+  };
+  for (const UsageRow& row : crossing) {
+    for (const pricing::UsagePiece& piece :
+         pricing::ClipUsage(span_of(row), since, until, by_day)) {
+      auto& g = groups[by_day ? piece.day : row.key];
+      g.first += piece.gpu_seconds;
+      g.second += piece.cost;
+    }
+  }
+  for (const UsageRow& row : crossing_uptime) {
+    for (const pricing::UsagePiece& piece :
+         pricing::ClipUsage(span_of(row), since, until, false)) {
+      uptime_seconds += piece.gpu_seconds;
+      uptime_cost += piece.cost;
+    }
+  }
   {
     // What is still running counts up to now.
     absl::MutexLock lock(&mu_);
+    const absl::Time end = std::min(now, until);
     for (const auto& [key, a] : allocs_) {
-      if (a.started < since || a.started >= until) continue;
       auto j = jobs_.find(std::get<0>(key));
       const v1::JobSpec* spec =
           j != jobs_.end() ? &j->second.job.spec() : nullptr;
@@ -405,22 +435,32 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
         k = a.gpu_type;
       else if (group_by == "region")
         k = a.region;
-      else if (group_by == "day")
-        k = absl::FormatTime("%Y-%m-%d", a.started, absl::UTCTimeZone());
-      else
+      else if (!by_day)
         k = absl::StrCat(std::get<0>(key));
-      auto& g = groups[k];
-      g.first +=
-          a.gpus * absl::ToDoubleSeconds(std::min(now, until) - a.started);
-      g.second += CostOf(a, std::min(now, until));
+      pricing::UsageSpan span;
+      span.start = a.started;
+      span.end = std::max(end, a.started);
+      span.gpus = a.gpus;
+      span.price = a.price;
+      for (const pricing::UsagePiece& piece :
+           pricing::ClipUsage(span, since, until, by_day)) {
+        auto& g = groups[by_day ? piece.day : k];
+        g.first += piece.gpu_seconds;
+        g.second += piece.cost;
+      }
     }
     for (auto& [id, w] : workers_) {
-      if (w.uptime_id == 0 || w.up_since < since || w.up_since >= until)
-        continue;
-      const absl::Time end = std::min(now, until);
-      uptime_seconds +=
-          w.info.devices_size() * absl::ToDoubleSeconds(end - w.up_since);
-      uptime_cost += UptimeCost(w, end);
+      if (w.uptime_id == 0) continue;
+      pricing::UsageSpan span;
+      span.start = w.up_since;
+      span.end = std::max(end, w.up_since);
+      span.gpus = w.info.devices_size();
+      span.price = w.price;
+      for (const pricing::UsagePiece& piece :
+           pricing::ClipUsage(span, since, until, false)) {
+        uptime_seconds += piece.gpu_seconds;
+        uptime_cost += piece.cost;
+      }
     }
   }
   v1::CostReport report;

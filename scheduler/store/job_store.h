@@ -91,6 +91,20 @@ struct CostGroup {
   std::string cost;  // decimal
 };
 
+// A closed allocation or uptime span that a cost report's window cuts (it
+// crosses the window's bounds or, grouped by day, a UTC midnight): the
+// report counts only its part inside (pricing/usage_window.h).
+struct UsageRow {
+  std::string key;  // its group (allocations) or worker id (uptime)
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+  double gpus = 0;
+  std::string cost;  // as billed; "" when unpriced
+  std::string region;
+  std::string gpu_type;
+  std::string offering;
+};
+
 // One API token row (the token itself is never stored, only its SHA-256).
 struct ApiTokenRecord {
   int64_t id = 0;
@@ -175,12 +189,19 @@ class JobStore {
   // by hand in SQL shows after the next close or a restart.
   absl::StatusOr<std::string> TeamSpend(const std::string& team,
                                         int64_t since_ms);
-  // Closed allocations started in [since, until), grouped by `group_by`
-  // (team, user, gpu-type, region, day, job).
+  // Closed allocations wholly inside [since, until) (and, by day, within
+  // one UTC day), grouped by `group_by` (team, user, gpu-type, region, day,
+  // job). The closed ones that overlap the window otherwise are
+  // CrossingAllocations, one row each.
   absl::StatusOr<std::vector<CostGroup>> CostByGroup(
       const std::string& group_by, int64_t since_ms, int64_t until_ms);
-  // Closed uptime spans started in [since, until): GPU-seconds and cost.
+  absl::StatusOr<std::vector<UsageRow>> CrossingAllocations(
+      const std::string& group_by, int64_t since_ms, int64_t until_ms);
+  // Closed uptime spans wholly inside [since, until): GPU-seconds and cost;
+  // those that overlap it otherwise are CrossingUptime, one row each.
   absl::StatusOr<CostGroup> UptimeTotals(int64_t since_ms, int64_t until_ms);
+  absl::StatusOr<std::vector<UsageRow>> CrossingUptime(int64_t since_ms,
+                                                       int64_t until_ms);
   // Money the idle policy saved in [since, until), as a decimal in the
   // catalog currency: for each uptime span an idle SHUTDOWN ended (and no
   // SHUTDOWN_CANCELLED undid), the event's saved_per_hour over the time the

@@ -298,11 +298,24 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   EXPECT_EQ(usage->closed_cost, "5.80");
   EXPECT_EQ(usage->currency, "USD");
   EXPECT_DOUBLE_EQ(usage->gpu_seconds, 2 * 3600.0);
-  auto by_type = store_->CostByGroup("gpu-type", 0, 1767225600000 + 1);
+  auto by_type = store_->CostByGroup("gpu-type", 0, 1767225600000 + 3600000);
   ASSERT_TRUE(by_type.ok()) << by_type.status();
   ASSERT_EQ(by_type->size(), 1u);
   EXPECT_EQ((*by_type)[0].key, "A100-80GB");
   EXPECT_EQ((*by_type)[0].cost, "5.80");
+  // A window ending inside the hour cuts it: one crossing row, as billed.
+  EXPECT_TRUE(
+      store_->CostByGroup("gpu-type", 0, 1767225600000 + 1800000)->empty());
+  auto crossing =
+      store_->CrossingAllocations("gpu-type", 0, 1767225600000 + 1800000);
+  ASSERT_TRUE(crossing.ok()) << crossing.status();
+  ASSERT_EQ(crossing->size(), 1u);
+  EXPECT_EQ((*crossing)[0].key, "A100-80GB");
+  EXPECT_EQ((*crossing)[0].cost, "5.80");
+  EXPECT_EQ((*crossing)[0].region, "sa-east-1");
+  EXPECT_EQ((*crossing)[0].ended_ms - (*crossing)[0].started_ms, 3600000);
+  // By day, an allocation within one UTC day is summed, not crossing.
+  EXPECT_EQ(store_->CostByGroup("day", 0, 1767225600000 + 3600000)->size(), 1u);
   // The close made the remembered "0" stale.
   EXPECT_EQ(*store_->TeamSpend("vision", 0), "5.80");
   {
@@ -470,10 +483,25 @@ TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {
       store_->CloseUptime(*id, u.started_at_ms + 1800 * 1000, "1.25", "USD")
           .ok());
   EXPECT_TRUE(store_->LoadOpenUptime()->empty());
-  auto totals = store_->UptimeTotals(0, u.started_at_ms + 1);
+  auto totals = store_->UptimeTotals(0, u.started_at_ms + 1800 * 1000);
   ASSERT_TRUE(totals.ok());
   EXPECT_DOUBLE_EQ(totals->gpu_seconds, 4 * 1800.0);
   EXPECT_EQ(totals->cost, "1.25");
+  EXPECT_TRUE(
+      store_->CrossingUptime(0, u.started_at_ms + 1800 * 1000)->empty());
+  // A window that cuts the span: not in the totals, but a crossing row for
+  // the report to clip.
+  const int64_t mid = u.started_at_ms + 900 * 1000;
+  EXPECT_DOUBLE_EQ(store_->UptimeTotals(mid, mid + 3600 * 1000)->gpu_seconds,
+                   0.0);
+  auto crossing = store_->CrossingUptime(mid, mid + 3600 * 1000);
+  ASSERT_TRUE(crossing.ok()) << crossing.status();
+  ASSERT_EQ(crossing->size(), 1u);
+  EXPECT_EQ((*crossing)[0].key, "worker-9");
+  EXPECT_EQ((*crossing)[0].started_ms, u.started_at_ms);
+  EXPECT_EQ((*crossing)[0].ended_ms, u.started_at_ms + 1800 * 1000);
+  EXPECT_EQ((*crossing)[0].cost, "1.25");
+  EXPECT_DOUBLE_EQ((*crossing)[0].gpus, 4);
 }
 
 TEST(JobStoreConnect, UnreachableServerIsUnavailable) {

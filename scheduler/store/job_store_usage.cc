@@ -97,17 +97,63 @@ absl::StatusOr<std::string> JobStore::ReadTeamSpend(const std::string& team,
       });
 }
 
+namespace {
+
+std::string MillisOf(const char* column) {
+  return absl::StrCat("(extract(epoch FROM ", column, ") * 1000)::bigint");
+}
+
+// Whether an allocation (alias a) or uptime (alias u) row lies wholly in
+// [$1, $2) and, grouped by day, within one UTC day: such rows are summed in
+// SQL; the others that overlap the window are clipped by the caller.
+std::string Inside(const char* alias, bool by_day) {
+  std::string sql = absl::StrCat(alias, ".ended_at IS NOT NULL AND ", alias,
+                                 ".started_at >= ", MillisParam(1), " AND ",
+                                 alias, ".ended_at <= ", MillisParam(2));
+  if (by_day) {
+    absl::StrAppend(&sql, " AND (", alias,
+                    ".started_at AT TIME ZONE 'UTC')::date = ", "(", alias,
+                    ".ended_at AT TIME ZONE 'UTC')::date");
+  }
+  return sql;
+}
+
+std::string Overlaps(const char* alias) {
+  return absl::StrCat(alias, ".ended_at IS NOT NULL AND ", alias,
+                      ".started_at < ", MillisParam(2), " AND ", alias,
+                      ".ended_at > ", MillisParam(1));
+}
+
+std::vector<UsageRow> ReadUsageRows(const pqxx::result& r) {
+  std::vector<UsageRow> out;
+  for (const auto& row : r) {
+    UsageRow u;
+    u.key = row[0].is_null() ? "" : row[0].c_str();
+    u.started_ms = row[1].as<int64_t>();
+    u.ended_ms = row[2].as<int64_t>();
+    u.gpus = row[3].as<double>();
+    u.cost = row[4].is_null() ? "" : row[4].c_str();
+    u.region = row[5].c_str();
+    u.gpu_type = row[6].c_str();
+    u.offering = row[7].c_str();
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<CostGroup>> JobStore::CostByGroup(
     const std::string& group_by, int64_t since_ms, int64_t until_ms) {
   ASSIGN_OR_RETURN(std::string key, GroupExpression(group_by));
+  const bool by_day = group_by == "day";
   return RunTx<std::vector<CostGroup>>(
       Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<CostGroup>> {
         pqxx::result r = w.exec_params(
             absl::StrCat("SELECT ", key, " AS k, sum(", kGpuSeconds,
                          "), COALESCE(sum(a.cost), 0)::text FROM allocations "
-                         "a JOIN jobs j ON j.id = a.job_id WHERE a.ended_at "
-                         "IS NOT NULL AND a.started_at >= ",
-                         MillisParam(1), " AND a.started_at < ", MillisParam(2),
+                         "a JOIN jobs j ON j.id = a.job_id WHERE ",
+                         Inside("a", by_day),
                          " GROUP BY k ORDER BY sum(a.cost) DESC NULLS LAST, k"),
             since_ms, until_ms);
         std::vector<CostGroup> out;
@@ -122,6 +168,38 @@ absl::StatusOr<std::vector<CostGroup>> JobStore::CostByGroup(
       });
 }
 
+absl::StatusOr<std::vector<UsageRow>> JobStore::CrossingAllocations(
+    const std::string& group_by, int64_t since_ms, int64_t until_ms) {
+  ASSIGN_OR_RETURN(std::string key, GroupExpression(group_by));
+  const bool by_day = group_by == "day";
+  return RunTx<std::vector<UsageRow>>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<UsageRow>> {
+        return ReadUsageRows(w.exec_params(
+            absl::StrCat("SELECT ", key, ", ", MillisOf("a.started_at"), ", ",
+                         MillisOf("a.ended_at"),
+                         ", a.gpus, a.cost::text, a.region, a.gpu_type, "
+                         "COALESCE(wk.offering, '') FROM allocations a "
+                         "JOIN jobs j ON j.id = a.job_id "
+                         "LEFT JOIN workers wk ON wk.id = a.worker_id WHERE ",
+                         Overlaps("a"), " AND NOT (", Inside("a", by_day), ")"),
+            since_ms, until_ms));
+      });
+}
+
+absl::StatusOr<std::vector<UsageRow>> JobStore::CrossingUptime(
+    int64_t since_ms, int64_t until_ms) {
+  return RunTx<std::vector<UsageRow>>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<UsageRow>> {
+        return ReadUsageRows(w.exec_params(
+            absl::StrCat("SELECT u.worker_id, ", MillisOf("u.started_at"), ", ",
+                         MillisOf("u.ended_at"),
+                         ", u.gpus, u.cost::text, u.region, u.gpu_type, "
+                         "u.offering FROM worker_uptime u WHERE ",
+                         Overlaps("u"), " AND NOT (", Inside("u", false), ")"),
+            since_ms, until_ms));
+      });
+}
+
 absl::StatusOr<CostGroup> JobStore::UptimeTotals(int64_t since_ms,
                                                  int64_t until_ms) {
   return RunTx<CostGroup>(
@@ -130,9 +208,8 @@ absl::StatusOr<CostGroup> JobStore::UptimeTotals(int64_t since_ms,
             absl::StrCat("SELECT COALESCE(sum(u.gpus * extract(epoch FROM "
                          "(u.ended_at - u.started_at))), 0), "
                          "COALESCE(sum(u.cost), 0)::text FROM worker_uptime u "
-                         "WHERE u.ended_at IS NOT NULL AND u.started_at >= ",
-                         MillisParam(1), " AND u.started_at < ",
-                         MillisParam(2)),
+                         "WHERE ",
+                         Inside("u", false)),
             since_ms, until_ms);
         CostGroup g;
         g.key = "uptime";

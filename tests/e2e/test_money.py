@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 import unittest
-from datetime import datetime
+from datetime import datetime, timezone
 
 from cluster import Cluster, bin_path, wait_for
 
@@ -133,6 +133,41 @@ class MoneyTest(unittest.TestCase):
             finally:
                 extra.kill()
                 extra.wait()
+
+    def test_cost_report_counts_only_the_part_of_a_job_inside_its_window(self):
+        with Cluster(workers=1, gpus_per_worker=2, region="sa-east-1",
+                     scheduler_config=write_config("reject")) as c:
+            job = c.submit("--team", "vision", "--gpus", "2", "--", "sleep", "8")
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+            start, end = ts(done["started_at"]), ts(done["finished_at"])
+            mid = start + (end - start) / 2
+            time.sleep(3)  # idle: both GPUs free after the job
+
+            def rfc3339(t):
+                return datetime.fromtimestamp(t, timezone.utc).isoformat(
+                    timespec="milliseconds").replace("+00:00", "Z")
+
+            # The window opens halfway through the job: half its GPU-time
+            # and half its cost (a flat price), not all of it or none.
+            half = c.cli_json("cost", "--by", "team", "--since", rfc3339(mid),
+                              "--until", rfc3339(end + 60))
+            rows = {r["key"]: r for r in half["rows"]}
+            self.assertAlmostEqual(rows["vision"]["gpu_seconds"], 2 * (end - mid),
+                                   delta=0.2 * (end - mid))
+            self.assertAlmostEqual(float(D(rows["vision"]["cost"])),
+                                   float(D(done["cost"])) / 2,
+                                   delta=0.1 * float(D(done["cost"])))
+            # The worker has been up since before that window: its uptime
+            # inside the window counts, so the idle time after the job shows
+            # (it used to count only uptime that began inside the window).
+            self.assertGreater(half["idle_gpu_seconds"], 2 * 2, half)
+            self.assertGreater(D(half["idle_cost"]), 0, half)
+            # The two halves add up to the whole.
+            first = c.cli_json("cost", "--by", "team", "--since", rfc3339(start - 60),
+                               "--until", rfc3339(mid))
+            first_cost = {r["key"]: D(r["cost"]) for r in first["rows"]}["vision"]
+            self.assertLessEqual(abs(first_cost + D(rows["vision"]["cost"]) -
+                                     D(done["cost"])), D("0.000001"))
 
     def test_budget_hold_keeps_the_job_pending_with_reason(self):
         config = write_config("hold")
