@@ -204,6 +204,7 @@ void SchedulerCore::RunCycle() {
     if (now - last_gauges_ >=
         std::max(absl::Milliseconds(500), 20 * last_gauges_took_)) {
       last_gauges_ = now;
+      AccrueIdleCost(now);
       gauges_from = absl::Now();
       gauges = GaugesView(now);
     }

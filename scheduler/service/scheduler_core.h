@@ -248,6 +248,9 @@ class SchedulerCore {
   pricing::Money CostOf(const Alloc& alloc, absl::Time end);
   // Cost of the worker's open uptime span up to `end`; zero when unpriced.
   pricing::Money UptimeCost(const WorkerEntry& worker, absl::Time end);
+  // Adds to tupa_idle_cost_total what each live worker's unallocated
+  // devices cost since the last call (at most since it came up).
+  void AccrueIdleCost(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends an allocation at `end`: prices it, records it (with the node's
   // exit code when its worker reported one), adds to its job.
   void CloseAlloc(const AllocKey& key, const Alloc& alloc, absl::Time end,
@@ -375,6 +378,7 @@ class SchedulerCore {
   std::map<std::string, std::string> stopped_reasons_ ABSL_GUARDED_BY(mu_);
   absl::Time last_idle_run_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time last_gauges_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time idle_accrued_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Duration last_gauges_took_;  // the loop thread's alone
   absl::Mutex hooks_mu_;
   std::vector<std::thread> hook_threads_ ABSL_GUARDED_BY(hooks_mu_);

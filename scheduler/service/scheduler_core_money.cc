@@ -53,6 +53,28 @@ Money SchedulerCore::UptimeCost(const WorkerEntry& worker, absl::Time end) {
   return CostOf(whole, end);
 }
 
+void SchedulerCore::AccrueIdleCost(absl::Time now) {
+  const absl::Time from = idle_accrued_until_;
+  idle_accrued_until_ = now;
+  if (!options_.pricing || from == absl::InfinitePast()) return;
+  std::map<std::string, double> allocated;
+  for (const auto& [key, a] : allocs_)
+    allocated[a.worker_id] += a.share * static_cast<double>(a.devices.size());
+  for (const auto& [id, w] : workers_) {
+    const v1::WorkerState state = w.info.state();
+    if (!w.price || w.uptime_id == 0 ||
+        (state != v1::WORKER_STATE_UP && state != v1::WORKER_STATE_DRAINING))
+      continue;
+    const double idle = w.info.devices_size() - allocated[id];
+    const absl::Time start = std::max(from, w.up_since);
+    if (idle <= 0 || start >= now) continue;
+    auto cost = pricing::Cost(*w.price, idle, start, now);
+    if (cost.ok())
+      metrics_->AddIdleCost(w.gpu_type, options_.pricing->currency(),
+                            cost->ToDouble());
+  }
+}
+
 void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                                absl::Time end,
                                std::optional<int32_t> exit_code) {

@@ -92,8 +92,8 @@ class SchedulerMetrics {
 
   // Money, fed by the pricing integration (scheduler/pricing): the cost a
   // team's allocations accrued, and the cost of GPUs that were up but idle.
-  // Nothing calls these until prices exist; the families are declared so
-  // dashboards and alerts can already name them.
+  // Money, in the catalog's currency: what allocations cost as they close,
+  // and what unallocated devices of live workers cost as time passes.
   void AddCost(const std::string& team, const std::string& user,
                const std::string& gpu_type, const std::string& currency,
                double amount);

@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 from datetime import datetime, timezone
 
 from cluster import Cluster, bin_path, wait_for
@@ -162,6 +163,12 @@ class MoneyTest(unittest.TestCase):
             # (it used to count only uptime that began inside the window).
             self.assertGreater(half["idle_gpu_seconds"], 2 * 2, half)
             self.assertGreater(D(half["idle_cost"]), 0, half)
+            # The idle-cost counter the Grafana cost dashboard plots.
+            with urllib.request.urlopen(c.env["TUPA_METRICS_URL"], timeout=10) as r:
+                metrics = r.read().decode()
+            idle = [float(l.rsplit(" ", 1)[1]) for l in metrics.splitlines()
+                    if l.startswith("tupa_idle_cost_total{") and 'currency="USD"' in l]
+            self.assertTrue(idle and sum(idle) > 0, metrics[-2000:])
             # The two halves add up to the whole.
             first = c.cli_json("cost", "--by", "team", "--since", rfc3339(start - 60),
                                "--until", rfc3339(mid))
