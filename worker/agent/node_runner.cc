@@ -1,11 +1,14 @@
 #include "worker/agent/node_runner.h"
 
 #include <fcntl.h>
+#include <glog/logging.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 
 extern char** environ;
 
@@ -23,7 +27,17 @@ namespace {
 // The signal a rank's shim gets when the worker dies (PR_SET_PDEATHSIG).
 constexpr int kWorkerDiedSignal = SIGUSR2;
 
+// How long a node's output is still read once its ranks are gone.
+constexpr absl::Duration kDrainAfterExit = absl::Seconds(2);
+
 void KillOwnGroup(int) { kill(0, SIGKILL); }
+
+// "<what><name>: <strerror(errno)>" on stderr, async-signal-safe.
+void WriteError(const char* what, const std::string& name) {
+  const char* reason = strerrordesc_np(errno);  // static, no locale
+  const char* parts[] = {what, name.c_str(), ": ", reason, "\n"};
+  for (const char* p : parts) (void)!write(STDERR_FILENO, p, strlen(p));
+}
 
 // Runs in the forked child; only async-signal-safe calls. The child becomes
 // a small shim that leads the rank's process group: it ignores SIGTERM (meant
@@ -31,8 +45,9 @@ void KillOwnGroup(int) { kill(0, SIGKILL); }
 // the worker dies (even by SIGKILL) it kills the whole group, so no rank or
 // rank child outlives its worker. PR_SET_PDEATHSIG alone would only reach
 // the direct child.
-[[noreturn]] void RunShim(pid_t parent, int out_fd, const std::string& work_dir,
-                          char* const* argv, char* const* envp) {
+[[noreturn]] void RunShim(pid_t parent, int out_fd, int max_fd,
+                          const std::string& work_dir, char* const* argv,
+                          char* const* envp) {
   setpgid(0, 0);
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
@@ -50,7 +65,17 @@ void KillOwnGroup(int) { kill(0, SIGKILL); }
   dup2(out_fd, STDERR_FILENO);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-  if (!work_dir.empty() && chdir(work_dir.c_str()) != 0) _exit(126);
+  // Nothing else of the worker's reaches the rank. This matters for the
+  // write ends of other nodes' output pipes (O_CLOEXEC does not help: the
+  // shim never execs): a shim holding one would keep that node's reader
+  // from seeing end of file, and its EXITED, until this rank ended.
+  if (close_range(3, ~0U, 0) != 0) {
+    for (int fd = 3; fd < max_fd; ++fd) close(fd);
+  }
+  if (!work_dir.empty() && chdir(work_dir.c_str()) != 0) {
+    WriteError("tupa-worker: cannot enter the work directory ", work_dir);
+    _exit(126);
+  }
   pid_t rank = fork();
   if (rank < 0) _exit(127);
   if (rank == 0) {
@@ -60,8 +85,7 @@ void KillOwnGroup(int) { kill(0, SIGKILL); }
     sigaction(SIGINT, &dfl, nullptr);
     sigaction(kWorkerDiedSignal, &dfl, nullptr);
     execvpe(argv[0], argv, envp);
-    const char msg[] = "tupa-worker: cannot execute the command\n";
-    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    WriteError("tupa-worker: cannot execute ", argv[0]);
     _exit(127);
   }
   int status = 0;
@@ -129,6 +153,7 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
     return {};
   }
   const pid_t parent = getpid();
+  const int max_fd = static_cast<int>(sysconf(_SC_OPEN_MAX));
   pid_t pid = fork();
   if (pid < 0) {
     *error = absl::StrCat("fork: ", std::strerror(errno));
@@ -136,7 +161,9 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
     close(fds[1]);
     return {};
   }
-  if (pid == 0) RunShim(parent, fds[1], work_dir, argv.data(), envp.data());
+  if (pid == 0) {
+    RunShim(parent, fds[1], max_fd, work_dir, argv.data(), envp.data());
+  }
   setpgid(pid, pid);  // also from the parent: no race with kill(-pid)
   close(fds[1]);
   return {pid, fds[0]};
@@ -199,6 +226,7 @@ void NodeRunner::Supervise() {
   const size_t n = options_.ranks.size();
   std::vector<Spawned> spawned(n);
   std::vector<std::thread> readers;
+  std::atomic<absl::Time> drain_until{absl::InfiniteFuture()};
   std::string failure;
   int exit_code = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -219,13 +247,23 @@ void NodeRunner::Supervise() {
     const int fd = spawned[i].out_fd;
     const std::string path =
         absl::StrCat(options_.log_dir, "/rank-", rank, ".log");
-    readers.emplace_back([this, rank, fd, path] {
+    readers.emplace_back([this, rank, fd, path, &drain_until] {
       std::ofstream log(path, std::ios::app | std::ios::binary);
       char buf[16384];
-      ssize_t got;
-      while ((got = read(fd, buf, sizeof(buf))) > 0 ||
-             (got < 0 && errno == EINTR)) {
-        if (got <= 0) continue;
+      while (true) {
+        // Until end of file, or until drain_until once the ranks are gone:
+        // a process that left the rank's group (setsid) may hold the pipe
+        // open for as long as it lives.
+        pollfd p = {fd, POLLIN, 0};
+        const int ready = poll(&p, 1, 100);
+        if (ready < 0 && errno != EINTR) break;
+        if (ready <= 0) {
+          if (absl::Now() > drain_until.load()) break;
+          continue;
+        }
+        const ssize_t got = read(fd, buf, sizeof(buf));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
         std::string data(buf, static_cast<size_t>(got));
         log << data;
         log.flush();
@@ -283,9 +321,15 @@ void NodeRunner::Supervise() {
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
-  // Ranks are gone; kill stragglers left in their groups so pipes close.
+  // Ranks are gone; kill stragglers left in their groups so pipes close,
+  // and read what is left for at most kDrainAfterExit.
   KillAll(SIGKILL);
+  drain_until = absl::Now() + kDrainAfterExit;
   for (auto& t : readers) t.join();
+  if (absl::Now() > drain_until.load()) {
+    LOG(WARNING) << "a process outside the ranks' process groups still holds "
+                    "their output open; it was left running";
+  }
   if (options_.on_exit) options_.on_exit(exit_code, failure);
 }
 

@@ -1,7 +1,9 @@
 #include "worker/agent/node_runner.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -136,6 +138,57 @@ TEST(NodeRunner, FindsTheCommandOnTheRanksOwnPath) {
   runner.Start();
   ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
   EXPECT_EQ(result.code, 7);  // ran it; 127 would mean not found
+}
+
+TEST(NodeRunner, RanksInheritNoDescriptorOfTheWorker) {
+  // A descriptor the worker holds without O_CLOEXEC (like the write end of
+  // another node's output pipe, which the shim held because it never
+  // execs): the rank must not get it.
+  const std::string held = testing::TempDir() + "/node_runner_held_fd";
+  const int fd = open(held.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 3);
+  Result result;
+  NodeRunnerOptions o =
+      Options({{"sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '"}}, &result);
+  NodeRunner runner(o);
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  close(fd);
+  std::ifstream log(o.log_dir + "/rank-0.log");
+  std::string fds;
+  std::getline(log, fds);
+  EXPECT_EQ(result.code, 0);
+  EXPECT_EQ(fds.find(" " + std::to_string(fd) + " "), std::string::npos)
+      << "the rank's descriptors: " << fds;
+}
+
+TEST(NodeRunner, AProcessThatLeftTheRankGroupDoesNotHoldTheNodeOpen) {
+  // The rank exits at once, leaving a child in a session of its own that
+  // keeps the output pipe open for 30 s.
+  Result result;
+  NodeRunner runner(Options(
+      {{"sh", "-c", "setsid sleep 30 & echo started; exit 0"}}, &result));
+  const absl::Time start = absl::Now();
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST(NodeRunner, AWorkDirThatCannotBeEnteredFailsWithAMessage) {
+  Result result;
+  NodeRunnerOptions o = Options({{"true"}}, &result);
+  o.work_dir = "/nonexistent/work/dir";
+  NodeRunner runner(o);
+  runner.Start();
+  ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  EXPECT_EQ(result.code, 126);
+  std::ifstream log(o.log_dir + "/rank-0.log");
+  std::string line;
+  std::getline(log, line);
+  EXPECT_NE(line.find("cannot enter the work directory /nonexistent/work/dir"),
+            std::string::npos)
+      << line;
 }
 
 }  // namespace
