@@ -31,6 +31,7 @@ NodeRunnerOptions Options(std::vector<std::vector<std::string>> argvs,
   }
   o.log_dir = testing::TempDir() + "/node_runner_" +
               testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::remove_all(o.log_dir);  // logs are appended to
   o.kill_grace = absl::Seconds(1);
   o.on_exit = [result](int code, const std::string& message) {
     result->code = code;
