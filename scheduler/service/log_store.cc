@@ -1,6 +1,10 @@
 #include "scheduler/service/log_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -22,20 +26,35 @@ absl::Status LogStore::Append(int64_t job_id, int32_t attempt, int32_t rank,
   absl::MutexLock lock(&mu_);
   const std::string path = Path(job_id, attempt, rank);
   std::error_code ec;
-  size_t skip = 0;
-  if (offset.has_value()) {
-    const uintmax_t size = fs::file_size(path, ec);
-    const int64_t stored = ec ? 0 : static_cast<int64_t>(size);
-    if (*offset + static_cast<int64_t>(data.size()) <= stored) {
-      return absl::OkStatus();  // a resent chunk, already here
-    }
-    if (*offset < stored) skip = static_cast<size_t>(stored - *offset);
+  const uintmax_t size = fs::file_size(path, ec);
+  const int64_t stored = ec ? 0 : static_cast<int64_t>(size);
+  // Without an offset (an old worker): at the end.
+  const int64_t at = offset.value_or(stored);
+  if (at + static_cast<int64_t>(data.size()) <= stored) {
+    return absl::OkStatus();  // a resent chunk, already here
   }
+  // Every byte goes to its own offset: what overlaps the stored bytes is
+  // skipped, and a chunk beyond them (the bytes between were lost) leaves
+  // a hole instead of landing early, so later chunks still line up.
+  const size_t skip = at < stored ? static_cast<size_t>(stored - at) : 0;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::app | std::ios::binary);
-  out.write(data.data() + skip,
-            static_cast<std::streamsize>(data.size() - skip));
-  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path));
+  const char* p = data.data() + skip;
+  size_t left = data.size() - skip;
+  off_t pos = static_cast<off_t>(at + static_cast<int64_t>(skip));
+  while (left > 0) {
+    const ssize_t n = pwrite(fd, p, left, pos);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return absl::InternalError(absl::StrCat("cannot write ", path));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+    pos += n;
+  }
+  close(fd);
   return absl::OkStatus();
 }
 

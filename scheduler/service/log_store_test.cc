@@ -38,9 +38,17 @@ TEST_F(LogStoreTest, ResentChunksAreKeptOnce) {
   // A tail that overlaps and goes further: only the new bytes are added.
   ASSERT_TRUE(logs.Append(7, 1, 0, "tick 2\nended\n", 7).ok());
   EXPECT_EQ(ReadAll(logs), "tick 1\ntick 2\nended\n");
-  // Bytes lost in between (past the end): what arrived is still kept.
+  // Bytes lost in between (past the end): what arrived is kept at its own
+  // offset, after a hole, so that the chunks after it, and their resends,
+  // still line up (appended early, every later resend would duplicate).
   ASSERT_TRUE(logs.Append(7, 1, 0, "late\n", 100).ok());
-  EXPECT_EQ(ReadAll(logs), "tick 1\ntick 2\nended\nlate\n");
+  ASSERT_TRUE(logs.Append(7, 1, 0, "later\n", 105).ok());
+  ASSERT_TRUE(logs.Append(7, 1, 0, "late\nlater\n", 100).ok());
+  const std::string stored = ReadAll(logs);
+  ASSERT_EQ(stored.size(), 111u);
+  EXPECT_EQ(stored.substr(0, 20), "tick 1\ntick 2\nended\n");
+  EXPECT_EQ(stored.substr(20, 80), std::string(80, '\0'));
+  EXPECT_EQ(stored.substr(100), "late\nlater\n");
   EXPECT_EQ(logs.Ranks(7, 1), std::vector<int32_t>{0});
 }
 

@@ -161,6 +161,33 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
             self.assertEqual(psql(url, "SELECT count(*), count(ended_at) FROM allocations "
                                        f"WHERE job_id = {job_id}"), "1|1")
 
+    def test_output_printed_while_the_scheduler_is_down_arrives_whole(self):
+        # 20,000 lines (~200 KiB, far more than the 64 KiB a new stream
+        # resends first) printed while the scheduler is down: after the
+        # restart `tupa logs` has each once, in order, with no hole.
+        with Cluster(workers=1, gpus_per_worker=1) as c:
+            go, end = os.path.join(c.home, "go"), os.path.join(c.home, "end")
+            cmd = (f'echo started; while [ ! -e {go} ]; do sleep 0.1; done; '
+                   f'seq -f "line %g" 1 20000; '
+                   f'while [ ! -e {end} ]; do sleep 0.1; done')
+            job = c.submit("--gpus", "1", "--", "sh", "-c", cmd)
+            job_id = int(job["id"])
+            c.wait_job(job_id, "RUNNING", timeout=30)
+            wait_for(lambda: "started" in c.cli("logs", str(job_id)).stdout, 15,
+                     message="the first line")
+            c.kill("scheduler")
+            with open(go, "w"):
+                pass
+            time.sleep(2)  # printed and queued by the worker meanwhile
+            c.up()
+            with open(end, "w"):
+                pass
+            c.wait_job(job_id, "SUCCEEDED", timeout=60)
+            out = c.cli("logs", "--no-prefix", str(job_id)).stdout
+            expected = "started\n" + "".join(f"line {i}\n" for i in range(1, 20001))
+            self.assertEqual(len(out), len(expected))
+            self.assertEqual(out, expected)
+
     def test_gang_nodes_that_ended_before_a_restart_still_count(self):
         # Node 0 succeeds and node 1 fails before the scheduler is killed;
         # node 2 succeeds after the restart. The restarted scheduler must

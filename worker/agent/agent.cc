@@ -141,15 +141,15 @@ void Agent::Session() {
     absl::MutexLock lock(&mu_);
     for (const auto& [key, node] : nodes_)
       if (node.exit_unacked) outbox_.push_front(*node.exit_unacked);
-    // Before them, the tail of every rank's output: the last writes to the
-    // old stream may have died with it (a node's logs must precede its
-    // EXITED status, after which the scheduler takes none).
+    // Before them, what each rank's output last wrote to the old stream:
+    // those writes may have died with it. The chunks still queued continue
+    // from there, in order (a node's logs must precede its EXITED status,
+    // after which the scheduler takes none).
     std::vector<v1::WorkerMessage> tails;
     for (const auto& [key, node] : nodes_)
       for (const auto& [rank, t] : node.output)
         AppendLogChunks(key, rank, t.tail,
-                        t.produced - static_cast<int64_t>(t.tail.size()),
-                        &tails);
+                        t.sent - static_cast<int64_t>(t.tail.size()), &tails);
     outbox_.insert(outbox_.begin(), tails.begin(), tails.end());
   }
   std::atomic<bool> broken{false};
@@ -189,6 +189,7 @@ void Agent::Session() {
     if (!stream->Write(out)) break;  // kept in the outbox for the next stream
     absl::MutexLock lock(&mu_);
     if (!outbox_.empty()) outbox_.pop_front();
+    if (out.has_log()) NoteLogSent(out.log());
     if (out.has_node_status() &&
         out.node_status().state() == v1::NODE_STATE_EXITED) {
       const auto& s = out.node_status();
@@ -407,6 +408,28 @@ void Agent::OnCancel(const v1::Cancel& cancel) {
       node.runner->Cancel(cancel.reason());
 }
 
+void Agent::NoteLogSent(const v1::LogData& log) {
+  // Logs name (job, attempt, rank), not the node: the rank is in one of
+  // the attempt's nodes here.
+  for (auto n = nodes_.lower_bound({log.job_id(), log.attempt(), INT32_MIN});
+       n != nodes_.end() && std::get<0>(n->first) == log.job_id() &&
+       std::get<1>(n->first) == log.attempt();
+       ++n) {
+    auto found = n->second.output.find(log.rank());
+    if (found == n->second.output.end()) continue;
+    Node::OutputTail& t = found->second;
+    const int64_t end = log.offset() + static_cast<int64_t>(log.data().size());
+    if (end <= t.sent) return;  // a resent chunk: already in the tail
+    if (log.offset() > t.sent) t.tail.clear();  // after a dropped chunk
+    const int64_t skip = std::max<int64_t>(0, t.sent - log.offset());
+    t.tail.append(log.data(), static_cast<size_t>(skip), std::string::npos);
+    t.sent = end;
+    if (t.tail.size() > kResendBytes)
+      t.tail.erase(0, t.tail.size() - kResendBytes);
+    return;
+  }
+}
+
 void Agent::OnRankOutput(const NodeKey& key, int rank,
                          const std::string& data) {
   int64_t offset = 0;
@@ -417,9 +440,6 @@ void Agent::OnRankOutput(const NodeKey& key, int rank,
       Node::OutputTail& t = it->second.output[rank];
       offset = t.produced;
       t.produced += static_cast<int64_t>(data.size());
-      t.tail += data;
-      if (t.tail.size() > kResendBytes)
-        t.tail.erase(0, t.tail.size() - kResendBytes);
     }
   }
   std::vector<v1::WorkerMessage> chunks;

@@ -83,10 +83,13 @@ class Agent {
     // next stream) until the scheduler acks it (NodeExitAck).
     std::optional<v1::WorkerMessage> exit_unacked;
     bool exit_acked = false;  // the ack overtook the bookkeeping of the write
-    // Per rank: bytes of output so far and the last kResendBytes of it,
-    // resent on every new stream (LogData.offset).
+    // Per rank: bytes of output so far, and the last kResendBytes of it
+    // written to a stream (ending at byte `sent`), resent on every new
+    // stream ahead of the chunks still queued (LogData.offset): the last
+    // writes to a stream that broke may never have arrived.
     struct OutputTail {
       int64_t produced = 0;
+      int64_t sent = 0;
       std::string tail;
     };
     std::map<int, OutputTail> output;
@@ -100,6 +103,8 @@ class Agent {
   // Stops taking work, runs the --on-shutdown hook, reports, then Stop().
   void OnShutdown(const std::string& reason);
   void OnRankOutput(const NodeKey& key, int rank, const std::string& data);
+  // A LogData message was written to the stream: it joins its rank's tail.
+  void NoteLogSent(const v1::LogData& log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Enqueue(v1::WorkerMessage message);
   v1::WorkerMessage MakeHello();
   // agent_metrics.cc: which rank process groups hold which device.
