@@ -65,7 +65,11 @@ Agent::~Agent() {
     absl::MutexLock lock(&mu_);
     nodes.swap(nodes_);
   }
-  nodes.clear();  // NodeRunner destructors kill and reap the ranks
+  // Every node gets SIGTERM at once, so shutting down takes one kill grace
+  // period, not one per node; the destructors then reap the ranks.
+  for (auto& [key, node] : nodes)
+    if (node.runner) node.runner->Cancel("worker shutting down");
+  nodes.clear();
 }
 
 void Agent::Stop() {

@@ -206,7 +206,7 @@ void NodeRunner::Cancel(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   if (cancelled_) return;
   cancelled_ = true;
-  cancel_reason_ = reason;
+  cancel_reason_ = reason.empty() ? "no reason given" : reason;
 }
 
 std::vector<int> NodeRunner::pids() {
