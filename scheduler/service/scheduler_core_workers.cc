@@ -58,7 +58,9 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   entry.last_seen = absl::Now();
   entry.gpu_type = gpu_type;
   entry.price = price;
-  entry.stop_reason.clear();
+  // A worker that is still stopping stays unschedulable across the new
+  // stream; any other hello is a worker ready for work.
+  entry.stop_reason = hello.shutting_down();
   stopped_reasons_.erase(hello.worker_id());
   OpenUptime(entry, entry.last_seen);
   entry.session =

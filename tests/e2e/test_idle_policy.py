@@ -127,6 +127,33 @@ pricing:
             self.assertIn(str(job["id"]), env["TUPA_JOB_IDS"])
             self.assertTrue(events(c, "SCALE_UP"))
 
+    def test_a_worker_whose_stream_returns_during_its_hook_gets_no_work(self):
+        # The worker is told to stop and runs a slow --on-shutdown hook. The
+        # scheduler restarts meanwhile, so the worker reconnects while still
+        # stopping: it must stay unschedulable (its hello says so), or a job
+        # is assigned to a worker that refuses it and sits ASSIGNED.
+        hooks = tempfile.mkdtemp(prefix="tupa-hooks-")
+        os.chmod(hooks, 0o777)
+        config = os.path.join(hooks, "scheduler.yaml")
+        with open(config, "w") as f:
+            f.write("idle_shutdown:\n  idle_after: 2s\n  keep_warm: 0\n"
+                    "  min_uptime: 0s\n")
+        marker = os.path.join(hooks, "hook-started")
+        with Cluster(workers=1, gpus_per_worker=1, scheduler_config=config,
+                     worker_flags=[f"--on-shutdown=touch {marker}; sleep 20"]) as c:
+            wait_for(lambda: os.path.exists(marker), timeout=40,
+                     message="the worker's --on-shutdown hook to start")
+            c.kill("scheduler")
+            c.up("--workers", "1")  # restarts only the scheduler
+            wait_for(lambda: "connected to scheduler" in
+                     c.log("worker-1").rsplit("ordered a shutdown", 1)[-1],
+                     timeout=30, message="the worker to reconnect during its hook")
+            job = c.submit("--gpus", "1", "--", "true")
+            time.sleep(3)
+            now = c.get_job(job["id"])
+            self.assertTrue(now["state"].endswith("PENDING"), now)
+            self.assertNotIn("refusing job", c.log("worker-1"))
+
     def test_zombie_job_is_cancelled_with_reason_and_counted(self):
         config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         config.write("zombie_jobs: {after: 3s, action: cancel}\n")

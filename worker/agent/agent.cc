@@ -98,6 +98,7 @@ v1::WorkerMessage Agent::MakeHello() {
   h->set_version("0.1.0");
   h->set_offering(options_.offering);
   absl::MutexLock lock(&mu_);
+  h->set_shutting_down(shutdown_reason_);
   for (const auto& [key, node] : nodes_) {
     v1::RunningAttempt* r = h->add_running();
     r->set_job_id(std::get<0>(key));
