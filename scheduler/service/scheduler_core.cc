@@ -540,17 +540,27 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
   CancelAttemptNodes(id, attempt, reason);
   auto next = store_->RequeueJob(id, attempt, reason);
   if (absl::IsUnavailable(next.status())) {
-    // The job waits, out of placement, until the new attempt is recorded.
+    // The job waits, out of placement, until the new attempt is recorded;
+    // meanwhile the exits of the cancelled nodes decide nothing.
+    job.requeue_deferred = true;
     Defer(absl::StrCat("the requeue of job ", id, " attempt ", attempt),
           [this, id, attempt, reason]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
             // Runs from RetryDeferred, under mu_.
             auto later = store_->RequeueJob(id, attempt, reason);
             if (absl::IsUnavailable(later.status())) return later.status();
             auto j = jobs_.find(id);
-            if (j == jobs_.end() || j->second.terminal ||
-                j->second.job.attempt() != attempt)
+            if (j == jobs_.end() || j->second.job.attempt() != attempt)
               return later.status();
-            RecordRequeue(j->second, later, reason);
+            ActiveJob& job = j->second;
+            job.requeue_deferred = false;
+            if (job.terminal && later.ok()) {
+              // Ended meanwhile (cancelled, say): that end was written for
+              // the old attempt and refused; write it for the new one.
+              return store_->FinishJob(id, *later, job.job.state(),
+                                       job.job.exit_code(), job.job.message(),
+                                       /*close_allocations=*/false);
+            }
+            if (!job.terminal) RecordRequeue(job, later, reason);
             return absl::OkStatus();
           });
     return;

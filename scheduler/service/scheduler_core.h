@@ -153,6 +153,9 @@ class SchedulerCore {
       absl::Time decide_at;
     };
     std::optional<NodeFailure> gang_failure;
+    // Its requeue waits for PostgreSQL (deferred): the old attempt is
+    // over, and its nodes' exits decide nothing.
+    bool requeue_deferred = false;
   };
 
   struct WorkerEntry {
@@ -166,6 +169,9 @@ class SchedulerCore {
     std::string stop_reason;  // set once told to shut down
     // `info`'s shape as counted in fleet_shapes_ (SetWorkerInfo).
     std::optional<WorkerShape> shape;
+    // Drained by an operator: kept through a LOST spell, so a worker that
+    // comes back after its lease ran out is still draining.
+    bool drain_requested = false;
   };
   // Replaces a worker's info, keeping fleet_shapes_ in step.
   void SetWorkerInfo(WorkerEntry& entry, v1::Worker info)
@@ -204,6 +210,9 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnNodeStatus(WorkerEntry& worker, const v1::NodeStatus& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ASSIGNED -> RUNNING once every node of the current attempt runs (the
+  // write is retried while PostgreSQL is down).
+  void MaybeMarkRunning(ActiveJob& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A gang's node failed: FAILED, unless a peer node's worker turns out to
   // be lost, which requeues the job instead (a rank whose peer dies exits
   // with an error of its own, usually before the lease runs out). Decided

@@ -38,7 +38,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   }
   WorkerEntry& entry = workers_[hello.worker_id()];
   if (entry.session) entry.session->Close();  // a newer stream replaces it
-  const bool was_draining = entry.info.state() == v1::WORKER_STATE_DRAINING;
+  const bool was_draining =
+      entry.info.state() == v1::WORKER_STATE_DRAINING || entry.drain_requested;
   v1::Worker info;
   info.set_id(hello.worker_id());
   info.set_region(hello.region());
@@ -85,6 +86,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
     if (current) {
       reported.insert(key);
       a->second.running = true;
+      MaybeMarkRunning(j->second);
       continue;
     }
     v1::SchedulerMessage cancel;
@@ -256,23 +258,11 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
   }
   auto j = jobs_.find(status.job_id());
   const bool current = j != jobs_.end() && !j->second.terminal &&
+                       !j->second.requeue_deferred &&
                        j->second.job.attempt() == status.attempt();
   if (status.state() == v1::NODE_STATE_RUNNING) {
     a->second.running = true;
-    if (!current || j->second.job.state() != v1::JOB_STATE_ASSIGNED) return;
-    for (auto it = allocs_.lower_bound({status.job_id(), status.attempt(), 0});
-         it != allocs_.end() && std::get<0>(it->first) == status.job_id() &&
-         std::get<1>(it->first) == status.attempt();
-         ++it)
-      if (!it->second.running) return;  // the gang is not complete yet
-    if (absl::Status s = store_->MarkRunning(status.job_id(), status.attempt());
-        !s.ok()) {
-      LOG(WARNING) << "marking job " << status.job_id() << " running: " << s;
-      return;
-    }
-    j->second.job.set_state(v1::JOB_STATE_RUNNING);
-    *j->second.job.mutable_started_at() = TimeUtil::GetCurrentTime();
-    Changed();
+    if (current) MaybeMarkRunning(j->second);
     return;
   }
   if (status.state() != v1::NODE_STATE_EXITED) return;
@@ -299,6 +289,32 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
   }
   ForgetIfDone(status.job_id());
   wake_ = true;
+}
+
+void SchedulerCore::MaybeMarkRunning(ActiveJob& job) {
+  const int64_t id = job.job.id();
+  const int32_t attempt = job.job.attempt();
+  if (job.terminal || job.job.state() != v1::JOB_STATE_ASSIGNED) return;
+  for (auto it = allocs_.lower_bound({id, attempt, INT32_MIN});
+       it != allocs_.end() && std::get<0>(it->first) == id &&
+       std::get<1>(it->first) == attempt;
+       ++it)
+    if (!it->second.running) return;  // the gang is not complete yet
+  auto write = [store = store_, id, attempt] {
+    absl::Status s = store->MarkRunning(id, attempt);
+    // Refused: no longer ASSIGNED at this attempt (requeued or ended).
+    return absl::IsFailedPrecondition(s) ? absl::OkStatus() : s;
+  };
+  absl::Status s = write();
+  if (absl::IsUnavailable(s)) {
+    Defer(absl::StrCat("job ", id, " attempt ", attempt, " running"), write);
+  } else if (!s.ok()) {
+    LOG(WARNING) << "marking job " << id << " running: " << s;
+    return;
+  }
+  job.job.set_state(v1::JOB_STATE_RUNNING);
+  *job.job.mutable_started_at() = TimeUtil::GetCurrentTime();
+  Changed();
 }
 
 void SchedulerCore::OnGangNodeFailed(ActiveJob& job, int32_t exit_code,
@@ -380,7 +396,10 @@ void SchedulerCore::CheckGangFailures(absl::Time now) {
       continue;
     }
     const ActiveJob::NodeFailure failure = *j->second.gang_failure;
-    if (now < failure.decide_at || PeerUnreachable(id, failure.attempt, now))
+    // A deferred requeue already ended this attempt; a peer's worker that
+    // is unreachable may yet be lost, which requeues instead.
+    if (j->second.requeue_deferred || now < failure.decide_at ||
+        PeerUnreachable(id, failure.attempt, now))
       continue;
     j->second.gang_failure.reset();
     gang_failures_.erase(id);
@@ -463,6 +482,7 @@ absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id) {
   absl::Status s = store_->SetWorkerState(id, v1::WORKER_STATE_DRAINING);
   if (!s.ok()) return s;
   it->second.info.set_state(v1::WORKER_STATE_DRAINING);
+  it->second.drain_requested = true;
   Changed();
   return WorkerView(it->second);
 }

@@ -7,6 +7,8 @@ fails the job."""
 
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
 import time
 import unittest
@@ -110,6 +112,70 @@ class WorkerLossTest(unittest.TestCase):
             done = c.wait_job(job["id"], "FAILED", timeout=60)
             self.assertEqual(done.get("exit_code"), 5, done)
             self.assertEqual(done["attempt"], 1, done)
+
+    def test_gang_requeue_while_the_database_is_down_runs_again(self):
+        # A gang loses a worker while PostgreSQL is down: the requeue waits
+        # for the database, and the cancelled peer's exit (143) must not
+        # fail the old attempt meanwhile (that left the job PENDING in the
+        # database, forgotten by the scheduler, and impossible to cancel).
+        with Cluster(workers=3, gpus_per_worker=1, worker_timeout="3s") as c:
+            cmd = ('[ "$TUPA_ATTEMPT" = 1 ] || exit 0; exec sleep 600')
+            job = c.submit("--nodes", "2", "--gpus", "1", "--retries", "2",
+                           "--", "sh", "-c", cmd)
+            running = c.wait_job(job["id"], "RUNNING", timeout=60)
+            victim = [p["worker_id"] for p in running["placements"]
+                      if p.get("node_rank", 0) == 1][0]
+            c.kill("postgres")
+            c.kill(victim)
+            deferred = f"the requeue of job {job['id']} attempt 1"
+            wait_for(lambda: deferred in c.log("scheduler"), timeout=30,
+                     message="the requeue deferred while the database is down")
+            time.sleep(5)  # the peer's cancelled rank exits meanwhile
+            c.up()  # PostgreSQL and the victim come back
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=90)
+            self.assertEqual(done["attempt"], 2, done)
+
+    def test_a_job_that_starts_while_the_database_is_down_becomes_running(self):
+        # Its RUNNING status arrives while PostgreSQL is down: the write is
+        # retried, not dropped (the job used to stay ASSIGNED for its run).
+        with Cluster(workers=1, gpus_per_worker=1, worker_timeout="15s") as c:
+            worker = c.pid("worker-1")
+            os.kill(worker, signal.SIGSTOP)
+            try:
+                job = c.submit("--gpus", "1", "--", "sleep", "600")
+                time.sleep(1)  # placed and sent; the worker reads it later
+                c.kill("postgres")
+            finally:
+                os.kill(worker, signal.SIGCONT)
+            wait_for(lambda: f"starting job {job['id']} attempt 1" in c.log("worker-1"),
+                     timeout=20, message="the job to start")
+            time.sleep(2)
+            c.up()  # PostgreSQL comes back
+            running = c.wait_job(job["id"], "RUNNING", timeout=30)
+            self.assertTrue(running.get("started_at"), running)
+            url = c.env["TUPA_DATABASE_URL"]
+            wait_for(lambda: subprocess.run(
+                ["psql", url, "-Atc", f"SELECT state FROM jobs WHERE id = {job['id']}"],
+                capture_output=True, text=True).stdout.strip() == "RUNNING",
+                timeout=20, message="RUNNING in PostgreSQL")
+
+    def test_a_drained_worker_stays_drained_after_being_lost(self):
+        with Cluster(workers=2, gpus_per_worker=1, worker_timeout="3s") as c:
+            drained = c.cli("drain", "worker-2")
+            self.assertEqual(drained.code, 0, drained)
+            c.kill("worker-2")
+            wait_for(lambda: any(w["id"] == "worker-2" and w["state"].endswith("LOST")
+                                 for w in c.cli_json("workers", "--all")["workers"]),
+                     timeout=30, message="worker-2 lost")
+            c.up()
+            wait_for(lambda: any(w["id"] == "worker-2" and w["state"].endswith("DRAINING")
+                                 for w in c.workers_json()),
+                     timeout=30, message="worker-2 back, still draining")
+            # Work goes to worker-1 only.
+            jobs = [c.submit("--gpus", "1", "--", "true") for _ in range(3)]
+            for j in jobs:
+                done = c.wait_job(j["id"], "SUCCEEDED", timeout=60)
+                self.assertEqual(done["placements"][0]["worker_id"], "worker-1", done)
 
     def _events(self, c, job_id):
         import subprocess
