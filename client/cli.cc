@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/args.h"
 #include "client/commands.h"
@@ -146,7 +147,14 @@ absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,
       "scheduler", env.scheduler.empty() ? kDefaultScheduler : env.scheduler);
   if (c.target.empty())
     return absl::InvalidArgumentError("--scheduler: must not be empty");
-  c.token = env.token;
+  // A token read from a file often ends in a newline; any other byte that
+  // an HTTP/2 header cannot carry is refused here, without echoing it (gRPC
+  // would abort and print the whole secret).
+  c.token = std::string(absl::StripAsciiWhitespace(env.token));
+  for (unsigned char ch : c.token)
+    if (ch < 0x21 || ch > 0x7e)
+      return absl::InvalidArgumentError(
+          "TUPA_TOKEN: contains a space, control or non-ASCII character");
   const std::pair<std::string, std::string*> tls[] = {
       {parsed.Value("tls-ca", env.tls_ca), &c.tls_ca_pem},
       {parsed.Value("tls-cert", env.tls_cert), &c.tls_cert_pem},

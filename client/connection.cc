@@ -38,6 +38,9 @@ Connection::Connection(ConnectionOptions options)
   // is not served. Both off: bench/submit_load.cc uses the same arguments.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   args.SetInt(GRPC_ARG_ENABLE_CHANNELZ, 0);
+  // A listing carries every job's spec (up to 96 KiB each, see
+  // ValidateJobSpec): 500 of them exceed gRPC's default 4 MiB.
+  args.SetMaxReceiveMessageSize(64 << 20);
   channel_ = grpc::CreateCustomChannel(
       options_.target,
       ClientCredentials(options_.tls_ca_pem, options_.tls_cert_pem,

@@ -318,6 +318,22 @@ TEST_F(FakeSchedulerTest, TokenIsSentAsBearerMetadata) {
   EXPECT_EQ(jobs_.authorization, "Bearer s3cret");
 }
 
+TEST_F(FakeSchedulerTest, ATokenReadFromAFileLosesItsNewline) {
+  env_.token = "s3cret\n";
+  EXPECT_EQ(Tupa({"submit", "--gpus", "1", "--", "echo"}).code, kExitOk);
+  EXPECT_EQ(jobs_.authorization, "Bearer s3cret");
+}
+
+TEST_F(FakeSchedulerTest, ATokenThatCannotBeSentIsUsageAndNotEchoed) {
+  for (const std::string token : {"s3c\rret", "s3c ret", "s3c\xffret"}) {
+    env_.token = token;
+    const Result r = Tupa({"list"});
+    EXPECT_EQ(r.code, kExitUsage) << r.err;
+    EXPECT_NE(r.err.find("TUPA_TOKEN"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("s3c"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(FakeSchedulerTest, GetPrintsDetailsAndMapsErrors) {
   const Result r = Tupa({"get", "5"});
   EXPECT_EQ(r.code, kExitOk) << r.err;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/spec_overrides.h"
+#include "common/job_spec.h"
 #include "common/status_macros.h"
 
 namespace tupa::client {
@@ -41,8 +42,8 @@ absl::Status RunSubmit(CommandContext& context, const ParsedArgs& args) {
   v1::SubmitJobRequest request;
   *request.mutable_spec() = std::move(spec);
   if (args.Has("idempotency-key")) {
-    if (args.Value("idempotency-key").empty())
-      return absl::InvalidArgumentError("--idempotency-key: must not be empty");
+    RETURN_IF_ERROR(tupa::ValidateIdempotencyKey(args.Value("idempotency-key"),
+                                                 "--idempotency-key"));
     request.set_idempotency_key(args.Value("idempotency-key"));
   } else {
     request.set_idempotency_key(NewIdempotencyKey());

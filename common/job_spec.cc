@@ -34,10 +34,13 @@ absl::Status ExpectMap(const YAML::Node& node, const Path& path) {
 // Checks that every key of `node` is one of `known`.
 absl::Status CheckKeys(const YAML::Node& node, const Path& path,
                        const std::set<std::string>& known) {
+  std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar())
       return FieldError(path.empty() ? "spec" : path, "keys must be strings");
     std::string key = kv.first.as<std::string>();
+    if (!seen.insert(key).second)
+      return FieldError(Join(path, key), "given twice");
     if (!known.count(key)) {
       return FieldError(Join(path, key),
                         absl::StrCat("unknown field (known: ",
@@ -97,6 +100,7 @@ absl::Status ParseStringMap(
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
     std::string key = kv.first.Scalar();
+    if (out->count(key)) return FieldError(Join(path, key), "given twice");
     ASSIGN_OR_RETURN(std::string value, Scalar(kv.second, Join(path, key)));
     (*out)[key] = value;
   }
@@ -338,6 +342,93 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
   return spec;
 }
 
+// Whether `text` is well-formed UTF-8 (no overlongs, surrogates or code
+// points above U+10FFFF): protobuf refuses to send anything else.
+bool IsUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    int extra;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + extra >= text.size()) return false;  // truncated
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+// Text a process or a query will see: UTF-8 and no NUL (which would cut an
+// argument or an environment value short).
+absl::Status CheckText(absl::string_view text, const Path& path) {
+  if (!IsUtf8(text)) return FieldError(path, "is not valid UTF-8");
+  if (text.find('\0') != absl::string_view::npos)
+    return FieldError(path, "contains a NUL byte");
+  return absl::OkStatus();
+}
+
+// 1970-01-01 and 9999-12-31T23:59:59Z: what timestamps and JSON carry.
+constexpr int64_t kMinDeadlineS = 0;
+constexpr int64_t kMaxDeadlineS = 253402300799;
+
+// Per-spec bounds on free text: every job's spec travels in each listing.
+constexpr size_t kMaxCommandBytes = 32 << 10;
+constexpr size_t kMaxEnvBytes = 32 << 10;
+constexpr size_t kMaxSpecBytes = 96 << 10;
+
+absl::Status CheckSpecText(const v1::JobSpec& spec) {
+  RETURN_IF_ERROR(CheckText(spec.name(), "name"));
+  RETURN_IF_ERROR(CheckText(spec.team(), "team"));
+  RETURN_IF_ERROR(CheckText(spec.user(), "user"));
+  size_t command_bytes = 0;
+  for (int i = 0; i < spec.command_size(); ++i) {
+    RETURN_IF_ERROR(
+        CheckText(spec.command(i), absl::StrCat("command[", i, "]")));
+    command_bytes += spec.command(i).size() + 1;
+  }
+  if (command_bytes > kMaxCommandBytes)
+    return FieldError("command",
+                      "longer than 32 KiB in all; keep scripts in files");
+  size_t env_bytes = 0;
+  for (const auto& [k, v] : spec.env()) {
+    RETURN_IF_ERROR(CheckText(k, "env"));
+    RETURN_IF_ERROR(CheckText(v, absl::StrCat("env.", k)));
+    env_bytes += k.size() + v.size() + 2;
+  }
+  if (env_bytes > kMaxEnvBytes)
+    return FieldError("env", "longer than 32 KiB in all");
+  for (const auto& [k, v] : spec.resources().labels()) {
+    RETURN_IF_ERROR(CheckText(k, "resources.labels"));
+    RETURN_IF_ERROR(CheckText(v, absl::StrCat("resources.labels.", k)));
+  }
+  for (const auto& t : spec.resources().gpu_type())
+    RETURN_IF_ERROR(CheckText(t, "resources.gpu_type"));
+  if (spec.ByteSizeLong() > kMaxSpecBytes)
+    return FieldError("spec", "larger than 96 KiB");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml) {
@@ -384,6 +475,14 @@ absl::Status ValidateJobName(absl::string_view name, absl::string_view field) {
 }
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
+  RETURN_IF_ERROR(CheckSpecText(spec));
+  if (!v1::LaunchMode_IsValid(spec.launch()))
+    return FieldError("launch", "must be per-gpu or per-node");
+  if (spec.has_deadline() &&
+      (spec.deadline().seconds() < kMinDeadlineS ||
+       spec.deadline().seconds() > kMaxDeadlineS ||
+       spec.deadline().nanos() < 0 || spec.deadline().nanos() > 999999999))
+    return FieldError("deadline", "must be a time in years 1970-9999");
   if (!spec.name().empty())
     RETURN_IF_ERROR(ValidateJobName(spec.name(), "name"));
   if (!spec.team().empty())
@@ -497,6 +596,18 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return FieldError("train.optimizer.schedule",
                         "must be constant or cosine");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateIdempotencyKey(absl::string_view key,
+                                    absl::string_view field) {
+  if (key.empty()) return FieldError(std::string(field), "must not be empty");
+  if (key.size() > 200)
+    return FieldError(std::string(field), "longer than 200 bytes");
+  for (unsigned char c : key)
+    if (c < 0x21 || c > 0x7e)
+      return FieldError(std::string(field),
+                        "may hold only printable ASCII, no spaces");
   return absl::OkStatus();
 }
 

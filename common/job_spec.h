@@ -37,6 +37,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 // with a letter or digit. InvalidArgument naming `field` otherwise.
 absl::Status ValidateJobName(absl::string_view name, absl::string_view field);
 
+// An idempotency key: 1-200 bytes of printable ASCII without spaces.
+// InvalidArgument naming `field` otherwise.
+absl::Status ValidateIdempotencyKey(absl::string_view key,
+                                    absl::string_view field);
+
 // Total devices a job holds: gpus per node x nodes (shares count as shares).
 double TotalGpus(const v1::JobSpec& spec);
 

@@ -120,7 +120,52 @@ INSTANTIATE_TEST_SUITE_P(
                 "train.optimizer.beta2:"},
         BadCase{"train: {model: {layers: [4, 2]}, data: {format: synthetic},"
                 " optimizer: {warmup_steps: -1}}\n",
-                "train.optimizer.warmup_steps:"}));
+                "train.optimizer.warmup_steps:"},
+        // A key given twice used to keep one of the values silently.
+        BadCase{"command: [x]\nresources: {gpus: 1, gpus: 8}\n",
+                "resources.gpus:"},
+        BadCase{"command: [x]\nenv: {A: 1, A: 2}\n", "env.A:"},
+        BadCase{"command: [x]\ncommand: [y]\n", "command:"},
+        // Text a process cannot take, or that would not encode.
+        BadCase{"command: [\"a\\0b\"]\n", "command[0]:"},
+        BadCase{"command: [x]\ndeadline: 12000-01-01T00:00:00Z\n"
+                "max_runtime: 1h\n",
+                "deadline:"}));
+
+TEST(ValidateJobSpec, RefusesInvalidUtf8AndOversizedText) {
+  auto check = [](const v1::JobSpec& spec, const std::string& field) {
+    v1::JobSpec copy = spec;
+    ApplyJobSpecDefaults(copy);
+    absl::Status status = ValidateJobSpec(copy);
+    ASSERT_FALSE(status.ok()) << field;
+    EXPECT_EQ(status.message().rfind(field + ":", 0), 0u) << status;
+  };
+  v1::JobSpec spec;
+  spec.add_command("echo");
+  spec.add_command(std::string("a\xff", 2));
+  check(spec, "command[1]");
+  spec.set_command(1, "\xe2\x82");  // truncated sequence
+  check(spec, "command[1]");
+  spec.set_command(1, std::string(40 << 10, 'x'));
+  check(spec, "command");
+  spec.set_command(1, "\xe2\x82\xac ok");  // a euro sign is fine
+  v1::JobSpec fine = spec;
+  ApplyJobSpecDefaults(fine);
+  EXPECT_TRUE(ValidateJobSpec(fine).ok());
+  spec.set_launch(static_cast<v1::LaunchMode>(7));
+  check(spec, "launch");
+}
+
+TEST(ValidateIdempotencyKey, PrintableAsciiOnly) {
+  EXPECT_TRUE(ValidateIdempotencyKey("ci-run-42/step_3", "k").ok());
+  for (const std::string key :
+       {std::string(""), std::string("a b"), std::string("k\0y", 3),
+        std::string("caf\xc3\xa9"), std::string(201, 'k')}) {
+    absl::Status s = ValidateIdempotencyKey(key, "idempotency_key");
+    ASSERT_FALSE(s.ok()) << key;
+    EXPECT_EQ(s.message().rfind("idempotency_key:", 0), 0u) << s;
+  }
+}
 
 TEST(ValidateJobSpec, RefusesNotANumberCpu) {
   v1::JobSpec spec;

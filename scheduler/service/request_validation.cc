@@ -5,13 +5,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
+#include "common/status_macros.h"
 
 namespace tupa::scheduler {
 namespace {
 
 using google::protobuf::util::TimeUtil;
 
-constexpr size_t kMaxIdempotencyKey = 200;
 constexpr size_t kMaxReason = 1024;
 constexpr size_t kMaxWorkerId = 256;
 
@@ -58,8 +58,9 @@ absl::Status ValidatePrincipalName(absl::string_view name,
 }
 
 absl::Status ValidateSubmitJobRequest(const v1::SubmitJobRequest& req) {
-  if (req.idempotency_key().size() > kMaxIdempotencyKey)
-    return absl::InvalidArgumentError("idempotency_key: longer than 200 bytes");
+  if (!req.idempotency_key().empty())  // none: every submit is new
+    RETURN_IF_ERROR(
+        ValidateIdempotencyKey(req.idempotency_key(), "idempotency_key"));
   return ValidSpec(req.spec());
 }
 

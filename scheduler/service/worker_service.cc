@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "common/grpc_status.h"
 #include "scheduler/service/request_validation.h"
 #include "scheduler/service/services.h"
@@ -39,9 +40,10 @@ grpc::Status WorkerServiceImpl::Connect(
                         "hello: the first message must be a hello");
   if (!join_token_.empty() &&
       !TokenMatches(join_token_, first.hello().join_token())) {
+    // Escaped: an unauthenticated peer must not be able to forge log lines.
     LOG(WARNING) << "refused worker \""
-                 << first.hello().worker_id().substr(0, 256) << "\" from "
-                 << ctx->peer() << ": "
+                 << absl::CHexEscape(first.hello().worker_id().substr(0, 256))
+                 << "\" from " << ctx->peer() << ": "
                  << (first.hello().join_token().empty() ? "no join token"
                                                         : "wrong join token");
     return grpc::Status(

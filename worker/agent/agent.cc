@@ -357,9 +357,17 @@ void Agent::OnAssign(const v1::Assign& assign) {
     google::protobuf::util::JsonPrintOptions json;
     json.preserve_proto_field_names = true;
     std::string text;
-    (void)google::protobuf::util::MessageToJsonString(assign.spec(), &text,
-                                                      json);
-    std::ofstream(plan.spec_file) << text << "\n";
+    const auto converted =
+        google::protobuf::util::MessageToJsonString(assign.spec(), &text, json);
+    std::ofstream out(plan.spec_file);
+    out << text << "\n";
+    out.close();
+    if (!converted.ok() || !out) {
+      // tupa-train then fails on the file, with the job's log saying so.
+      LOG(ERROR) << "job " << assign.job_id() << ": cannot write "
+                 << plan.spec_file << " for tupa-train"
+                 << (converted.ok() ? "" : ": ") << converted.message();
+    }
   }
   NodeRunnerOptions run;
   run.ranks = PlanRanks(assign, plan);
