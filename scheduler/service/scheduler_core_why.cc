@@ -110,8 +110,14 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
         auto p = plan.pending.find(id);
         if (p != plan.pending.end()) info = p->second;
       }
-      const bool permanent = info.reason == PendingReason::kNoSuchGpuType ||
-                             info.reason == PendingReason::kNeverFits;
+      bool permanent = info.reason == PendingReason::kNoSuchGpuType ||
+                       info.reason == PendingReason::kNeverFits;
+      if (permanent && fleet_shapes_.CouldEverFit(spec).ok()) {
+        // Too big for the live workers only: it fits the known fleet, and
+        // workers that are down (lost, stopped idle, restarting) may return.
+        permanent = false;
+        info.reason = PendingReason::kNoFitNow;
+      }
       if (!any_schedulable && !permanent) {
         resp.set_reason_code("NO_WORKERS");
         resp.set_message(absl::StrCat(

@@ -89,6 +89,18 @@ class WhyTest(unittest.TestCase):
             c.wait_job(gang["id"], ("RUNNING", "SUCCEEDED"), timeout=60)
             self.assertEqual(self.why(c, gang["id"])["reason_code"], "NOT_PENDING")
 
+    def test_a_job_too_big_for_the_live_workers_only_waits_not_never_fits(self):
+        with Cluster(workers=2, gpus_per_worker=1, worker_timeout="3s") as c:
+            c.kill("worker-2")
+            wait_for(lambda: any(w["id"] == "worker-2" and w["state"].endswith("LOST")
+                                 for w in c.cli_json("workers", "--all")["workers"]),
+                     timeout=30, message="worker-2 lost")
+            gang = c.submit("--nodes", "2", "--gpus", "1", "--", "true")
+            why = self.wait_reason(c, gang["id"], "NO_FIT_NOW")
+            self.assertNotIn("NEVER", why["reason_code"], why)
+            c.up()  # worker-2 returns, and the gang runs
+            c.wait_job(gang["id"], "SUCCEEDED", timeout=60)
+
 
 if __name__ == "__main__":
     unittest.main()
