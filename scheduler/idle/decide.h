@@ -16,7 +16,9 @@
 //   busy again, or that a pending job could use, before the grace ends is
 //   kept and the stop is cancelled. With grace 0 the stop is immediate.
 // - A pending job that fits no live worker for scale_up.pending_after asks
-//   for capacity once per pending_after, grouped by pool.
+//   for capacity once per pending_after (at most once per
+//   kMinScaleUpRepeat, so pending_after: 0s does not run the hook on every
+//   pass), grouped by pool.
 // - A running job whose measured activity stays below activity_threshold
 //   for zombie_jobs.after is reported once (flag or cancel).
 // Decide() does not act; the caller sends Shutdown, runs hooks, records

@@ -1,5 +1,6 @@
 #include "scheduler/idle/jobs.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -55,7 +56,8 @@ void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
     if (waited < policy.pending_after) continue;
     auto asked = previous.scale_up_asked.find(j.job_id);
     if (asked != previous.scale_up_asked.end() &&
-        now - asked->second < policy.pending_after) {
+        now - asked->second <
+            std::max(policy.pending_after, kMinScaleUpRepeat)) {
       d->state.scale_up_asked[j.job_id] = asked->second;
       continue;
     }

@@ -9,8 +9,12 @@
 
 namespace tupa::scheduler::idle {
 
+// The shortest time between two scale-up requests for one job.
+inline constexpr absl::Duration kMinScaleUpRepeat = absl::Minutes(1);
+
 // A pending job that fits no live worker and has waited pending_after asks
-// for its pool once per pending_after. The pool is the job's first GPU type
+// for its pool once per pending_after (or kMinScaleUpRepeat, if longer).
+// The pool is the job's first GPU type
 // in the region where that type is cheapest among live workers (any region
 // when none runs it); requests are grouped by pool.
 void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,

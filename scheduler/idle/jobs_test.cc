@@ -1,5 +1,6 @@
 #include "scheduler/idle/jobs.h"
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct ScaleUpCase {
   PolicyState previous;
   std::vector<std::string> want_pools;
   std::vector<int> want_gpus;
+  std::optional<absl::Duration> pending_after;  // else Policy()'s
 };
 
 void PrintTo(const ScaleUpCase& c, std::ostream* os) { *os << c.name; }
@@ -72,6 +74,12 @@ std::vector<ScaleUpCase> ScaleUpCases() {
        Asked(42, absl::Minutes(2)),
        {"eu-west-1/H100"},
        {2}},
+      {"PendingAfterZeroStillAsksAtMostOncePerMinute",
+       {Pending(42, 2, {"H100"}, k3m)},
+       Asked(42, absl::Seconds(30)),
+       {},
+       {},
+       /*pending_after=*/absl::ZeroDuration()},
       {"JobsOfOnePoolAreGrouped",
        {Pending(42, 2, {"H100"}, k3m),
         Pending(43, 8, {"H100", "A100-80GB"}, k3m)},
@@ -101,7 +109,9 @@ TEST_P(ScaleUpCaseTest, Requests) {
                Priced(Worker("b", "eu-west-1", "H100"), 2.5),
                Worker("c", "sa-east-1", "A100-80GB")};
   s.pending = c.pending;
-  Decisions d = Decide(Policy(), s, c.previous, Now());
+  IdlePolicy policy = Policy();
+  if (c.pending_after) policy.scale_up.pending_after = *c.pending_after;
+  Decisions d = Decide(policy, s, c.previous, Now());
   std::vector<std::string> pools;
   std::vector<int> gpus;
   for (const ScaleUpRequest& r : d.scale_ups) {

@@ -155,12 +155,12 @@ void SchedulerCore::Shutdown() {
       if (w.session) w.session->Close();
   }
   if (loop_.joinable()) loop_.join();
-  std::vector<std::thread> hooks;
+  std::vector<HookThread> hooks;
   {
     absl::MutexLock lock(&hooks_mu_);
     hooks.swap(hook_threads_);
   }
-  for (auto& t : hooks) t.join();
+  for (auto& h : hooks) h.thread.join();
 }
 
 void SchedulerCore::Loop() {
@@ -218,12 +218,22 @@ void SchedulerCore::RunCycle() {
 }
 
 void SchedulerCore::CheckLeases(absl::Time now) {
+  std::set<std::string> busy;
+  for (const auto& [key, a] : allocs_) busy.insert(a.worker_id);
   std::vector<std::string> lost;
-  for (const auto& [id, w] : workers_) {
+  for (auto& [id, w] : workers_) {
     const auto state = w.info.state();
-    if ((state == v1::WORKER_STATE_UP || state == v1::WORKER_STATE_DRAINING) &&
-        now - w.last_seen > options_.worker_timeout)
-      lost.push_back(id);
+    if ((state != v1::WORKER_STATE_UP && state != v1::WORKER_STATE_DRAINING) ||
+        now - w.last_seen <= options_.worker_timeout)
+      continue;
+    // Told to shut down, with nothing on it: a hook that powers the
+    // machine off ends the stream without a goodbye. Stopped, not lost
+    // (no TupaWorkerLost page for every idle shutdown).
+    if (!w.stop_reason.empty() && !busy.count(id)) {
+      MarkStopped(w, w.last_seen);
+      continue;
+    }
+    lost.push_back(id);
   }
   for (const std::string& id : lost)
     WorkerLost(

@@ -13,6 +13,7 @@
 #ifndef TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 #define TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -186,6 +187,10 @@ class SchedulerCore {
   std::vector<JobRequest> PendingRequests() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<RunningJob> RunningJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartPlacement(const JobPlacement& placement, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker told to shut down is gone: OFFLINE with its stop reason, its
+  // uptime closed at `at`.
+  void MarkStopped(WorkerEntry& w, absl::Time at)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerLost(const std::string& id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -390,7 +395,13 @@ class SchedulerCore {
   absl::Time idle_accrued_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Duration last_gauges_took_;  // the loop thread's alone
   absl::Mutex hooks_mu_;
-  std::vector<std::thread> hook_threads_ ABSL_GUARDED_BY(hooks_mu_);
+  // Hooks run on threads of their own; finished ones are joined when the
+  // next hook starts (and all at Shutdown), so they do not pile up.
+  struct HookThread {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<HookThread> hook_threads_ ABSL_GUARDED_BY(hooks_mu_);
   std::thread loop_;
   // Last, so destroyed first: committers finish their batches (and
   // callbacks, which touch the view) while the rest of the core exists.

@@ -30,17 +30,28 @@ void SchedulerCore::RunHookAsync(const std::string& command,
                                  std::map<std::string, std::string> env,
                                  std::string worker_id) {
   absl::MutexLock lock(&hooks_mu_);
-  hook_threads_.emplace_back(
-      [this, command, env = std::move(env), worker_id = std::move(worker_id)] {
-        absl::Status s = RunHook(command, env);
-        if (s.ok()) {
-          LOG(INFO) << "hook ran: " << command;
-          RecordEvent("HOOK_OK", worker_id, 0, command);
-        } else {
-          LOG(ERROR) << s.message();
-          RecordEvent("HOOK_FAILED", worker_id, 0, std::string(s.message()));
-        }
-      });
+  for (auto it = hook_threads_.begin(); it != hook_threads_.end();) {
+    if (!it->done->load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    it = hook_threads_.erase(it);
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread thread([this, done, command, env = std::move(env),
+                      worker_id = std::move(worker_id)] {
+    absl::Status s = RunHook(command, env);
+    if (s.ok()) {
+      LOG(INFO) << "hook ran: " << command;
+      RecordEvent("HOOK_OK", worker_id, 0, command);
+    } else {
+      LOG(ERROR) << s.message();
+      RecordEvent("HOOK_FAILED", worker_id, 0, std::string(s.message()));
+    }
+    *done = true;
+  });
+  hook_threads_.push_back({std::move(thread), std::move(done)});
 }
 
 idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {

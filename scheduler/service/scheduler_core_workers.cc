@@ -128,19 +128,24 @@ void SchedulerCore::DisconnectWorker(
   // The lease (last_seen) keeps running: a worker that reconnects in time
   // keeps its jobs.
   it->second.session = nullptr;
-  if (!it->second.stop_reason.empty()) {
-    // It was told to shut down and did: stopped, not lost.
-    WorkerEntry& w = it->second;
-    w.info.set_state(v1::WORKER_STATE_OFFLINE);
-    store_->SetWorkerState(w.info.id(), v1::WORKER_STATE_OFFLINE).IgnoreError();
-    CloseUptime(w, absl::Now());
-    stopped_reasons_[w.info.id()] = w.stop_reason;
-    w.stop_reason.clear();
-    LOG(INFO) << "worker " << w.info.id() << " stopped ("
-              << stopped_reasons_[w.info.id()] << ")";
-  }
+  // Told to shut down, and did: stopped, not lost.
+  if (!it->second.stop_reason.empty()) MarkStopped(it->second, absl::Now());
   LOG(INFO) << "worker " << session->worker_id() << " disconnected";
   Changed();
+}
+
+void SchedulerCore::MarkStopped(WorkerEntry& w, absl::Time at) {
+  if (w.session) {
+    w.session->Close();
+    w.session = nullptr;
+  }
+  w.info.set_state(v1::WORKER_STATE_OFFLINE);
+  store_->SetWorkerState(w.info.id(), v1::WORKER_STATE_OFFLINE).IgnoreError();
+  CloseUptime(w, at);
+  stopped_reasons_[w.info.id()] = w.stop_reason;
+  w.stop_reason.clear();
+  LOG(INFO) << "worker " << w.info.id() << " stopped ("
+            << stopped_reasons_[w.info.id()] << ")";
 }
 
 void SchedulerCore::WorkerLost(const std::string& id,

@@ -4,6 +4,7 @@ environment, events in PostgreSQL, and what `tupa workers` shows."""
 
 import decimal
 import os
+import signal
 import stat
 import subprocess
 import tempfile
@@ -153,6 +154,30 @@ pricing:
             now = c.get_job(job["id"])
             self.assertTrue(now["state"].endswith("PENDING"), now)
             self.assertNotIn("refusing job", c.log("worker-1"))
+
+    def test_a_worker_that_vanishes_after_being_told_to_stop_is_stopped_not_lost(self):
+        # A hook that powers the machine off ends the stream without a
+        # goodbye: here it freezes the worker, so no heartbeat and no FIN.
+        # The lease runs out on a worker that was told to stop: OFFLINE
+        # (stopped), not LOST (which pages someone on every idle shutdown).
+        config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        config.write("idle_shutdown:\n  idle_after: 2s\n  keep_warm: 0\n"
+                     "  min_uptime: 0s\n")
+        config.close()
+        with Cluster(workers=1, gpus_per_worker=1, worker_timeout="3s",
+                     scheduler_config=config.name,
+                     worker_flags=["--on-shutdown=kill -STOP $PPID"]) as c:
+            worker = c.pid("worker-1")
+            try:
+                wait_for(lambda: any(w["id"] == "worker-1" and
+                                     w["state"].endswith("OFFLINE")
+                                     for w in c.cli_json("workers", "--all")["workers"]),
+                         timeout=60, message="worker-1 stopped")
+                self.assertNotIn("lost (silent", c.log("scheduler"))
+                self.assertEqual(events(c, "SHUTDOWN")[0][0], "worker-1")
+            finally:
+                if worker:
+                    os.kill(worker, signal.SIGCONT)
 
     def test_zombie_job_is_cancelled_with_reason_and_counted(self):
         config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)

@@ -162,8 +162,8 @@ class MetricsTest(unittest.TestCase):
     def _wait_for_history(self, prom):
         wait_for(lambda: prom.has_data('count(up{job=~"tupa-.*"} == 1) == 3'), timeout=30,
                  message="every target scraped")
-        # rate() and increase() need two samples in their window.
-        wait_for(lambda: prom.has_data("rate(tupa_training_step[10s]) > 0"), timeout=30,
+        # rate(), increase() and deriv() need two samples in their window.
+        wait_for(lambda: prom.has_data("deriv(tupa_training_step[10s]) > 0"), timeout=30,
                  message="training progress in Prometheus")
 
     def _answers(self, prom, expr, timeout=10):

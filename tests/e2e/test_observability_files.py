@@ -42,6 +42,23 @@ class PromtoolTest(unittest.TestCase):
             groups = json.load(f)
         self.assertTrue(groups and all(g["targets"] for g in groups))
 
+    def test_compose_prometheus_and_grafana_point_at_the_compose_services(self):
+        # Inside the compose network localhost is the container itself.
+        compose_prom = os.path.join(PROM_DIR, "prometheus-compose.yml")
+        self.assertIn("SUCCESS", self.promtool("check", "config", compose_prom))
+        with open(compose_prom) as f:
+            text = f.read()
+        for target in ("scheduler:9464", "worker-gpu:9465", "worker-cpu:9465"):
+            self.assertIn(target, text)
+        deploy = os.path.dirname(PROM_DIR)
+        with open(os.path.join(deploy, "docker-compose.yml")) as f:
+            compose = f.read()
+        self.assertIn("--config.file=/etc/prometheus/prometheus-compose.yml", compose)
+        self.assertIn("PROMETHEUS_URL: http://prometheus:9090", compose)
+        with open(os.path.join(deploy, "grafana", "provisioning", "datasources",
+                               "tupa.yml")) as f:
+            self.assertIn("url: ${PROMETHEUS_URL}", f.read())
+
     def test_promtool_check_rules_accepts_shipped_alerts(self):
         self.promtool("check", "rules", pu.ALERTS_FILE)
         names = {n for n, _ in pu.alert_rules()}
