@@ -568,6 +568,19 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return FieldError("train.data.samples", "must be >= 0");
     if (t.data().test_samples() < 0)
       return FieldError("train.data.test_samples", "must be >= 0");
+    if (fmt == "synthetic") {
+      // Generated in memory as float32: keep each split within 4 GiB.
+      constexpr int64_t kMaxSyntheticValues = int64_t{1} << 30;
+      const int64_t width = t.model().layers(0);
+      if (t.data().samples() > kMaxSyntheticValues / width)
+        return FieldError("train.data.samples",
+                          "x the input width must stay within 2^30 values "
+                          "(4 GiB of synthetic data)");
+      if (t.data().test_samples() > kMaxSyntheticValues / width)
+        return FieldError("train.data.test_samples",
+                          "x the input width must stay within 2^30 values "
+                          "(4 GiB of synthetic data)");
+    }
     if (t.precision() != "fp32" && t.precision() != "bf16" &&
         t.precision() != "fp16")
       return FieldError("train.precision", "must be fp32, bf16 or fp16");

@@ -263,7 +263,9 @@ class SchedulerCore {
   // Cost of the worker's open uptime span up to `end`; zero when unpriced.
   pricing::Money UptimeCost(const WorkerEntry& worker, absl::Time end);
   // Adds to tupa_idle_cost_total what each live worker's unallocated
-  // devices cost since the last call (at most since it came up).
+  // devices cost since the last call (at most since it came up), and to
+  // tupa_idle_shutdown_saved_total what each worker the idle policy
+  // stopped would have cost meanwhile.
   void AccrueIdleCost(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends an allocation at `end`: prices it, records it (with the node's
   // exit code when its worker reported one), adds to its job.

@@ -73,6 +73,18 @@ void SchedulerCore::AccrueIdleCost(absl::Time now) {
       metrics_->AddIdleCost(w.gpu_type, options_.pricing->currency(),
                             cost->ToDouble());
   }
+  // Workers the idle policy stopped save what they would cost up.
+  for (const auto& [id, reason] : stopped_reasons_) {
+    auto w = workers_.find(id);
+    if (w == workers_.end() || !w->second.price ||
+        w->second.info.state() != v1::WORKER_STATE_OFFLINE)
+      continue;
+    auto saved = pricing::Cost(*w->second.price, w->second.info.devices_size(),
+                               from, now);
+    if (saved.ok())
+      metrics_->AddIdleShutdownSaved(
+          w->second.gpu_type, options_.pricing->currency(), saved->ToDouble());
+  }
 }
 
 void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,

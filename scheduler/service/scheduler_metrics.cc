@@ -164,6 +164,12 @@ SchedulerMetrics::SchedulerMetrics()
                            "GPU type and currency (fed by the pricing "
                            "integration).")
                      .Register(*registry_)),
+      idle_saved_(prometheus::BuildCounter()
+                      .Name("tupa_idle_shutdown_saved_total")
+                      .Help("Money saved by idle shutdown: what the workers "
+                            "the idle policy stopped would have cost while "
+                            "down, by GPU type and currency.")
+                      .Register(*registry_)),
       budget_(prometheus::BuildGauge()
                   .Name("tupa_team_monthly_budget")
                   .Help("A team's budget per calendar month, by currency "
@@ -268,6 +274,13 @@ void SchedulerMetrics::AddCost(const std::string& team, const std::string& user,
 void SchedulerMetrics::AddIdleCost(const std::string& gpu_type,
                                    const std::string& currency, double amount) {
   idle_cost_.Add({{"gpu_type", gpu_type}, {"currency", currency}})
+      .Increment(amount);
+}
+
+void SchedulerMetrics::AddIdleShutdownSaved(const std::string& gpu_type,
+                                            const std::string& currency,
+                                            double amount) {
+  idle_saved_.Add({{"gpu_type", gpu_type}, {"currency", currency}})
       .Increment(amount);
 }
 

@@ -99,6 +99,9 @@ class SchedulerMetrics {
                double amount);
   void AddIdleCost(const std::string& gpu_type, const std::string& currency,
                    double amount);
+  // What workers stopped by the idle policy would have cost meanwhile.
+  void AddIdleShutdownSaved(const std::string& gpu_type,
+                            const std::string& currency, double amount);
   // A team's monthly budget (PriceCatalog::MonthlyBudget), for the
   // burn-rate alert.
   void SetTeamBudget(const std::string& team, const std::string& currency,
@@ -127,6 +130,7 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>& gpu_seconds_idle_;
   prometheus::Family<prometheus::Counter>& cost_;
   prometheus::Family<prometheus::Counter>& idle_cost_;
+  prometheus::Family<prometheus::Counter>& idle_saved_;
   prometheus::Family<prometheus::Gauge>& budget_;
   prometheus::Family<prometheus::Histogram>& queue_wait_;
   prometheus::Histogram& cycle_;

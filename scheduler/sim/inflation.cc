@@ -1,5 +1,6 @@
 #include "scheduler/sim/inflation.h"
 
+#include <algorithm>
 #include <random>
 
 #include "scheduler/placement/cluster_state.h"
@@ -33,7 +34,12 @@ InflationResult RunInflation(const std::vector<scheduler::NodeView>& nodes,
   const double stop = stop_ratio * total;
   std::mt19937_64 rng(seed);
   double offered = 0;
-  while (offered < stop && !pods.empty()) {
+  // Pods that ask for no GPU never raise `offered`: without one that does,
+  // the loop could not end.
+  const bool any_gpu = std::any_of(
+      pods.begin(), pods.end(),
+      [](const PodSpec& p) { return p.num_gpu > 0 && p.gpu_milli > 0; });
+  while (offered < stop && any_gpu) {
     const PodSpec& pod = pods[rng() % pods.size()];
     offered += static_cast<double>(pod.num_gpu) * pod.gpu_milli;
     ++result.offered;

@@ -78,8 +78,9 @@ int Inflation(std::map<std::string, std::string>& flags, Policy policy) {
     return Usage("--seeds must be a positive integer");
   }
   if (flags.count("stop-ratio") &&
-      (!absl::SimpleAtod(flags["stop-ratio"], &stop) || stop <= 0)) {
-    return Usage("--stop-ratio must be positive");
+      (!absl::SimpleAtod(flags["stop-ratio"], &stop) || !(stop > 0) ||
+       stop > 100)) {  // also refuses NaN and inf
+    return Usage("--stop-ratio must be a number in (0, 100]");
   }
   if (!flags.count("nodes") || !flags.count("pods")) {
     return Usage("inflation needs --nodes and --pods");

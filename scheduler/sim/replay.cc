@@ -121,8 +121,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
       std::tuple<double, double, int64_t, std::vector<std::string>>;
   std::map<ShapeKey, scheduler::PendingReason> ever_fits;
   const bool arrival_mix =
-      options.mix_from_arrivals &&
-      scheduler::UsesRequestMix(options.policy);
+      options.mix_from_arrivals && scheduler::UsesRequestMix(options.policy);
   size_t next = 0;
   scheduler::PlacementOptions popt;
   popt.policy = options.policy;

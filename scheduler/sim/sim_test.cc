@@ -77,6 +77,18 @@ TEST(Traces, BadNumberNamesLineAndColumn) {
   EXPECT_NE(nodes.status().message().find("cpu_milli"), std::string::npos);
 }
 
+TEST(Traces, NumbersMustBeWholeNonNegativeAndSane) {
+  for (const char* row : {"p,nan,1000", "p,1.9,1000", "p,4294967297,1000",
+                          "p,-1,1000", "p,1,1e300"}) {
+    auto pods = PodsFromCsv(
+        *ParseCsv(std::string("name,num_gpu,gpu_milli\n") + row + "\n"));
+    EXPECT_FALSE(pods.ok()) << row;
+  }
+  EXPECT_FALSE(NodesFromCsv(*ParseCsv("sn,cpu_milli,memory_mib,gpu,model\n"
+                                      "n0,1000,1,-2,T4\n"))
+                   .ok());
+}
+
 TEST(Traces, MissingColumnAndFileAreErrors) {
   EXPECT_FALSE(NodesFromCsv(*ParseCsv("sn,gpu\nx,1\n")).ok());
   EXPECT_EQ(LoadNodes("/nonexistent/nodes.csv").status().code(),
@@ -96,6 +108,14 @@ TEST(Inflation, IsDeterministicAndBounded) {
     EXPECT_NEAR(a.unallocated_gpus, 10 * (1 - a.alloc_ratio), 1e-6);
     EXPECT_LT(a.placed, a.offered);  // 130%: some pods must be dropped
   }
+}
+
+TEST(Inflation, PodsThatAskForNoGpuEndTheRunInsteadOfLoopingForever) {
+  auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
+  auto pods = *PodsFromCsv(*ParseCsv("name,cpu_milli,num_gpu\np,1000,0\n"));
+  InflationResult r = RunInflation(nodes, pods, Policy::kBestFit, 1);
+  EXPECT_EQ(r.offered, 0);
+  EXPECT_DOUBLE_EQ(r.alloc_ratio, 0);
 }
 
 TEST(Inflation, StopsAtTheOfferedRatio) {

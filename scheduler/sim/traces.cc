@@ -22,6 +22,8 @@ class Row {
   Row(const CsvTable& t, size_t i) : t_(t), i_(i) {}
 
   // Index of the first of `names` present in the header, or -1.
+  static constexpr double kMaxTraceValue = 1e12;
+
   static int Column(const CsvTable& t,
                     std::initializer_list<const char*> names) {
     for (const char* name : names) {
@@ -40,6 +42,13 @@ class Row {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", i_ + 2, ", column ", t_.header[col],
                        ": not a number: '", s, "'"));
+    }
+    // Whole, non-negative and small enough to count with: NaN, 1.9 or
+    // 4294967297 GPUs are mistakes in the trace, not requests.
+    if (!(v >= 0 && v <= kMaxTraceValue) || v != std::floor(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", i_ + 2, ", column ", t_.header[col],
+                       ": not a whole number between 0 and 1e12: '", s, "'"));
     }
     return static_cast<int64_t>(v);
   }
@@ -119,6 +128,10 @@ absl::StatusOr<std::vector<scheduler::NodeView>> NodesFromCsv(
     ASSIGN_OR_RETURN(cpu_milli, r.Int(cpu));
     ASSIGN_OR_RETURN(mem_mib, r.Int(mem));
     ASSIGN_OR_RETURN(gpus, r.Int(gpu));
+    if (gpus > 1024) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", i + 2, ": more than 1024 GPUs on one node"));
+    }
     n.cpu_total = n.cpu_free = cpu_milli / 1000.0;
     n.memory_total = n.memory_free = mem_mib * kMiB;
     for (int d = 0; d < gpus; ++d) n.devices.push_back({d, r.Text(model), 1.0});
@@ -183,8 +196,7 @@ absl::StatusOr<std::vector<PodSpec>> PodsFromCsv(const CsvTable& t) {
     ASSIGN_OR_RETURN(p.submit_s, r.Int(submit, true));
     ASSIGN_OR_RETURN(p.duration_s, r.Int(duration, true));
     p.user = r.Text(user);
-    if (p.num_gpu < 0 || p.gpu_milli < 0 || p.gpu_milli > 1000 ||
-        p.cpu_milli < 0 || p.memory_mib < 0) {
+    if (num > 1024 || p.gpu_milli > 1000) {
       return absl::InvalidArgumentError(
           absl::StrCat("line ", i + 2, ": negative or impossible request"));
     }

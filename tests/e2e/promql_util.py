@@ -22,7 +22,8 @@ DASHBOARDS = sorted(glob.glob(os.path.join(DEPLOY, "grafana", "dashboards", "*.j
 # pricing integration feeds them: queries over them must be valid PromQL
 # but may return nothing on an emulated, unpriced test cluster.
 MAY_BE_EMPTY = ("tupa_device_power_watts", "tupa_cost_accrued_total",
-                "tupa_idle_cost_total", "tupa_team_monthly_budget")
+                "tupa_idle_cost_total", "tupa_team_monthly_budget",
+                "tupa_idle_shutdown_saved_total", "tupa_idle_shutdowns_total")
 
 # What Grafana substitutes for its built-in and template variables.
 GRAFANA_SUBSTITUTIONS = [

@@ -119,6 +119,16 @@ pricing:
             wait_for(lambda: "saved by idle shutdown:" in c.cli("cost", "--since", "1h").stdout,
                      timeout=10, message="`tupa cost` shows the savings")
 
+            # ... and the metric the cost dashboard plots (DESIGN §8).
+            def saved_metric():
+                with urllib.request.urlopen(c.env["TUPA_METRICS_URL"], timeout=10) as r:
+                    lines = r.read().decode().splitlines()
+                return sum(float(l.rsplit(" ", 1)[1]) for l in lines
+                           if l.startswith("tupa_idle_shutdown_saved_total{"))
+            wait_for(lambda: saved_metric() > 0, timeout=10,
+                     message="tupa_idle_shutdown_saved_total accrues")
+            self.assertLess(saved_metric(), float(ceiling) * 2)
+
             # More GPUs than the live workers have: the scale-up hook runs.
             job = c.submit("--nodes", "2", "--gpus", "2", "--", "true")
             wait_for(lambda: files(hooks, "scale-hook-"), timeout=15,

@@ -222,4 +222,18 @@ absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path) {
   return s;
 }
 
+absl::StatusOr<std::optional<std::pair<std::string, CheckpointState>>>
+ReadNewestGoodCheckpoint(const std::string& dir) {
+  auto all = ListCheckpoints(dir);
+  absl::Status newest_error;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    absl::StatusOr<CheckpointState> state = ReadCheckpoint(it->second);
+    if (state.ok()) return std::make_pair(it->second, *std::move(state));
+    if (!absl::IsDataLoss(state.status())) return state.status();
+    if (newest_error.ok()) newest_error = state.status();
+  }
+  if (!newest_error.ok()) return newest_error;
+  return std::nullopt;
+}
+
 }  // namespace tupa::trainer

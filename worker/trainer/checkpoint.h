@@ -53,6 +53,13 @@ std::optional<std::string> FindLatestCheckpoint(const std::string& dir);
 // DataLoss when the file is truncated or fails its checksum.
 absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path);
 
+// The newest checkpoint in `dir` that reads back whole, and its path: a
+// corrupt newest one (say, a disk error after its rename) falls back to the
+// one before it (two are kept). nullopt when there is none; DataLoss when
+// every one is corrupt.
+absl::StatusOr<std::optional<std::pair<std::string, CheckpointState>>>
+ReadNewestGoodCheckpoint(const std::string& dir);
+
 }  // namespace tupa::trainer
 
 #endif  // TUPA_WORKER_TRAINER_CHECKPOINT_H_

@@ -96,5 +96,23 @@ TEST(CheckpointTest, CorruptionIsDataLoss) {
   fs::remove_all(dir);
 }
 
+TEST(CheckpointTest, ACorruptNewestFallsBackToTheOneBefore) {
+  const std::string dir = TempDir();
+  EXPECT_FALSE(ReadNewestGoodCheckpoint(dir)->has_value());
+  ASSERT_TRUE(WriteCheckpoint(dir, Sample(10)).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir, Sample(20)).ok());
+  const std::string newest = *FindLatestCheckpoint(dir);
+  fs::resize_file(newest, 20);
+  auto good = ReadNewestGoodCheckpoint(dir);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE(good->has_value());
+  EXPECT_EQ((*good)->second.step, 10);
+  // Every one corrupt: the newest's error.
+  fs::resize_file((*good)->first, 20);
+  EXPECT_EQ(ReadNewestGoodCheckpoint(dir).status().code(),
+            absl::StatusCode::kDataLoss);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tupa::trainer

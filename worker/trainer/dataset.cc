@@ -56,12 +56,17 @@ absl::StatusOr<std::pair<std::vector<uint32_t>, std::string>> ReadIdx(
     return absl::DataLossError(absl::StrCat(path, ": truncated header"));
   }
   std::vector<uint32_t> dims(ndim);
+  const size_t header = 4 + 4 * static_cast<size_t>(ndim);
+  // The product of the dims, checked against the payload as it grows: a
+  // header whose product wraps around must not pass for a small file.
   size_t total = 1;
   for (int i = 0; i < ndim; ++i) {
     dims[i] = BigEndian32(p + 4 + 4 * i);
-    total *= dims[i];
+    if (__builtin_mul_overflow(total, static_cast<size_t>(dims[i]), &total) ||
+        total > data->size()) {
+      return absl::DataLossError(absl::StrCat(path, ": size mismatch"));
+    }
   }
-  const size_t header = 4 + 4 * static_cast<size_t>(ndim);
   if (data->size() != header + total) {
     return absl::DataLossError(absl::StrCat(path, ": size mismatch"));
   }
@@ -86,13 +91,19 @@ absl::StatusOr<Dataset> LoadIdxSplit(const std::string& dir,
     return absl::DataLossError(
         absl::StrCat(dir, ": ", prefix, " images and labels disagree"));
   }
-  int features = 1;
+  // idims[0] > 0 rows share the payload, so their product fits in it.
+  int64_t features = 1;
   for (size_t i = 1; i < idims.size(); ++i) features *= idims[i];
+  if (features > (1 << 24)) {
+    return absl::DataLossError(absl::StrCat(dir, ": ", prefix, " has ",
+                                            features, " features per sample"));
+  }
   const std::string& ybytes = labels->second;
   std::vector<int32_t> y(ybytes.size());
   for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<uint8_t>(ybytes[i]);
   std::vector<uint8_t> x(images->second.begin(), images->second.end());
-  return Dataset::FromU8(idims[0], features, std::move(x), std::move(y));
+  return Dataset::FromU8(idims[0], static_cast<int>(features), std::move(x),
+                         std::move(y));
 }
 
 absl::StatusOr<Dataset> LoadRawFile(const std::string& path) {
@@ -110,10 +121,16 @@ absl::StatusOr<Dataset> LoadRawFile(const std::string& path) {
     return absl::DataLossError(absl::StrCat(path, ": bad dtype/features"));
   }
   const size_t elem = dtype == 0 ? 1 : 4;
-  const size_t xbytes = n * features * elem;
-  if (data->size() != kHeader + xbytes + 4 * n) {
+  // Checked: a header whose sizes wrap around must not pass for a small
+  // file (and then ask for an impossible allocation).
+  size_t row = 0, total = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(features), elem, &row) ||
+      __builtin_add_overflow(row, size_t{4}, &row) ||
+      __builtin_mul_overflow(static_cast<size_t>(n), row, &total) ||
+      __builtin_add_overflow(total, kHeader, &total) || total != data->size()) {
     return absl::DataLossError(absl::StrCat(path, ": size mismatch"));
   }
+  const size_t xbytes = static_cast<size_t>(n) * features * elem;
   std::vector<int32_t> y(n);
   for (uint64_t i = 0; i < n; ++i) {
     y[i] = LittleEndian<int32_t>(p + kHeader + xbytes + 4 * i);

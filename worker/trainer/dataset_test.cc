@@ -132,6 +132,38 @@ TEST(DatasetTest, SyntheticIsDeterministicInTheSeed) {
   EXPECT_NE(std::memcmp(xa, xo, sizeof(xa)), 0);
 }
 
+TEST(DatasetTest, HeadersWhoseSizesWrapAroundAreDataLossNotCrashes) {
+  const std::string dir = TempDir();
+  // Raw: n = 2^62 samples of 4 one-byte features: n x (4 + 4) wraps to 0.
+  std::string raw = "TUPARAW1";
+  const uint64_t n = uint64_t{1} << 62;
+  const uint32_t features = 4, dtype = 0;
+  raw.append(reinterpret_cast<const char*>(&n), 8);
+  raw.append(reinterpret_cast<const char*>(&features), 4);
+  raw.append(reinterpret_cast<const char*>(&dtype), 4);
+  std::ofstream(dir + "/train.bin", std::ios::binary) << raw;
+  DataConfig c;
+  c.format = "raw";
+  c.path = dir;
+  EXPECT_EQ(LoadData(c, 4, 2, 0).status().code(), absl::StatusCode::kDataLoss);
+
+  // IDX: images whose dims multiply to 65536 mod 2^64 over a 64 KiB
+  // payload, and 65537 labels to match the first dim.
+  const std::string idx = TempDir() + "_idx";
+  fs::create_directories(idx);
+  std::ofstream(idx + "/train-images-idx3-ubyte", std::ios::binary)
+      << IdxHeader(4, {65537, 65536, 1370698735u, 3766967055u})
+      << std::string(65536, '\0');
+  std::ofstream(idx + "/train-labels-idx1-ubyte", std::ios::binary)
+      << IdxHeader(1, {65537}) << std::string(65537, '\0');
+  c.format = "idx";
+  c.path = idx;
+  EXPECT_EQ(LoadData(c, 65536, 2, 0).status().code(),
+            absl::StatusCode::kDataLoss);
+  fs::remove_all(dir);
+  fs::remove_all(idx);
+}
+
 TEST(DatasetTest, MissingFilesAreNotFound) {
   DataConfig c;
   c.format = "idx";

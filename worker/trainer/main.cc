@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/job_spec.h"
@@ -71,8 +72,8 @@ bool ParseFlags(int argc, char** argv, Flags& f, std::string& error) {
     if (arg == "-f" || arg == "--file") {
       if (!next(f.file)) return false;
     } else if (arg == "--steps") {
-      if (!next(v) || !absl::SimpleAtoi(v, &f.steps) || f.steps < 0) {
-        error = "--steps wants a non-negative integer";
+      if (!next(v) || !absl::SimpleAtoi(v, &f.steps) || f.steps <= 0) {
+        error = "--steps wants a positive integer";
         return false;
       }
     } else if (arg == "--epochs") {
@@ -90,12 +91,20 @@ bool ParseFlags(int argc, char** argv, Flags& f, std::string& error) {
       f.checkpoint_dir_set = true;
     } else if (arg == "--backend") {
       if (!next(f.backend)) return false;
-    } else if (arg == "--json") {
-      f.json = true;
-    } else if (arg == "--param-checksum") {
-      f.param_checksum = true;
-    } else if (arg == "--log-all-ranks") {
-      f.log_all_ranks = true;
+      if (f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda") {
+        error = "--backend wants auto, cpu or cuda";
+        return false;
+      }
+    } else if (arg == "--json" || arg == "--param-checksum" ||
+               arg == "--log-all-ranks") {
+      bool on = true;
+      if (has_inline && !absl::SimpleAtob(value, &on)) {
+        error = arg + " wants true or false";
+        return false;
+      }
+      (arg == "--json"             ? f.json
+       : arg == "--param-checksum" ? f.param_checksum
+                                   : f.log_all_ranks) = on;
     } else if (arg == "-h" || arg == "--help") {
       error = "";
       return false;
@@ -111,10 +120,16 @@ bool ParseFlags(int argc, char** argv, Flags& f, std::string& error) {
   return true;
 }
 
-int EnvInt(const char* name, int fallback) {
+// An integer from the environment in [min, max], `fallback` when unset or
+// empty; anything else is an error naming the variable (a typo in RANK
+// must not quietly make every rank rank 0).
+absl::StatusOr<int> EnvInt(const char* name, int fallback, int min, int max) {
   const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
   int out;
-  if (v == nullptr || !absl::SimpleAtoi(v, &out)) return fallback;
+  if (!absl::SimpleAtoi(v, &out) || out < min || out > max)
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, "=", v, ": wants an integer from ", min, " to ", max));
   return out;
 }
 
@@ -184,18 +199,36 @@ int main(int argc, char** argv) {
   if (flags.log_every > 0) config->log_every = flags.log_every;
 
   tupa::trainer::RunOptions options;
-  options.rank = EnvInt("RANK", 0);
-  options.world_size = EnvInt("WORLD_SIZE", 1);
-  options.local_rank = EnvInt("LOCAL_RANK", 0);
+  constexpr int kMaxRanks = 1 << 20;
+  const absl::StatusOr<int> env[] = {
+      EnvInt("WORLD_SIZE", 1, 1, kMaxRanks),
+      EnvInt("RANK", 0, 0, kMaxRanks - 1),
+      EnvInt("LOCAL_RANK", 0, 0, kMaxRanks - 1),
+      EnvInt("MASTER_PORT", 29500, 1, 65535),
+      EnvInt("LOCAL_WORLD_SIZE", 1, 1, kMaxRanks)};
+  for (const absl::StatusOr<int>& e : env) {
+    if (!e.ok()) {
+      std::cerr << "tupa-train: " << e.status().message() << "\n";
+      return 2;
+    }
+  }
+  options.world_size = *env[0];
+  options.rank = *env[1];
+  options.local_rank = *env[2];
+  options.master_port = *env[3];
+  if (options.rank >= options.world_size) {
+    std::cerr << "tupa-train: RANK=" << options.rank
+              << " is not below WORLD_SIZE=" << options.world_size << "\n";
+    return 2;
+  }
   options.master_addr = EnvString("MASTER_ADDR", "127.0.0.1");
-  options.master_port = EnvInt("MASTER_PORT", 29500);
   options.checkpoint_dir = flags.checkpoint_dir_set
                                ? flags.checkpoint_dir
                                : EnvString("TUPA_CHECKPOINT_DIR", "");
   options.backend = flags.backend;
   // Several ranks sharing a machine would oversubscribe the cores with
   // OpenBLAS's default of one thread per core each: split them.
-  const int local_world = EnvInt("LOCAL_WORLD_SIZE", 1);
+  const int local_world = *env[4];
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr && local_world > 1) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     options.cpu_threads = std::max(1, cores / local_world);

@@ -179,8 +179,11 @@ absl::Status Run::RestoreOrInit() {
   // sent to every rank like DDP's initial parameter broadcast.
   std::optional<CheckpointState> ckpt;
   if (options_.rank == 0 && !options_.checkpoint_dir.empty()) {
-    if (auto path = FindLatestCheckpoint(options_.checkpoint_dir)) {
-      ASSIGN_OR_RETURN(CheckpointState s, ReadCheckpoint(*path));
+    ASSIGN_OR_RETURN(auto newest,
+                     ReadNewestGoodCheckpoint(options_.checkpoint_dir));
+    if (newest.has_value()) {
+      const std::string* path = &newest->first;
+      CheckpointState s = std::move(newest->second);
       std::vector<int32_t> widths(config_.widths.begin(), config_.widths.end());
       if (s.widths != widths || s.optimizer != config_.optimizer.name ||
           s.params.size() != mlp_->num_params()) {

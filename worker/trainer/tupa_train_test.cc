@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,40 @@ TEST(TupaTrainTest, FourRanksMatchOneRankAndKeepParametersIdentical) {
       EXPECT_EQ(outs[r][step]["loss"], outs[0][step]["loss"]);
     }
   }
+}
+
+TEST(TupaTrainTest, BadFlagsAndEnvironmentAreUsageErrors) {
+  const std::string dir = testing::MakeTempDir("bad_flags");
+  const std::string spec = WriteSpec(dir, "flags", R"(
+  model: {type: mlp, layers: [16, 4]}
+  data: {format: synthetic, samples: 64, test_samples: 32}
+  batch_size: 16
+  steps: 2
+)");
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--backend", "gpu"}, {}, "--backend"},
+           {{"--steps", "0"}, {}, "--steps"},
+           {{"--json=maybe"}, {}, "--json"},
+           {{}, {{"RANK", "abc"}}, "RANK=abc"},
+           {{}, {{"WORLD_SIZE", "2"}, {"RANK", "2"}}, "RANK=2"},
+           {{}, {{"MASTER_PORT", "70000"}}, "MASTER_PORT"},
+       }) {
+    std::vector<std::string> args = {"-f", spec};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    TrainProcess p = StartTrain(kBinary, args, c.env, dir + "/run");
+    EXPECT_EQ(WaitTrain(p, absl::Seconds(30)), 2) << c.says;
+    EXPECT_NE(p.err().find(c.says), std::string::npos) << p.err();
+  }
+  // --json=false is no JSON, not JSON.
+  TrainProcess plain =
+      StartTrain(kBinary, {"-f", spec, "--json=false"}, {}, dir + "/plain");
+  ASSERT_EQ(WaitTrain(plain, absl::Seconds(30)), 0) << plain.err();
+  EXPECT_EQ(plain.out().find("{\"step\""), std::string::npos) << plain.out();
 }
 
 TEST(TupaTrainTest, RefusesToResumeACheckpointOfAnotherSeed) {
