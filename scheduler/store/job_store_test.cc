@@ -19,6 +19,13 @@
 namespace tupa::scheduler {
 namespace {
 
+v1::Worker UpWorker(const std::string& id) {
+  v1::Worker w;
+  w.set_id(id);
+  w.set_state(v1::WORKER_STATE_UP);
+  return w;
+}
+
 std::string BaseUrl() {
   if (const char* env = std::getenv("TUPA_TEST_DATABASE_URL")) return env;
   std::ifstream in(TUPA_TEST_PG_URL_FILE);
@@ -250,14 +257,7 @@ TEST_F(JobStoreTest, IdleShutdownSavingsCountTheTimeEachWorkerStayedDown) {
 
 TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   auto job = store_->SubmitJob(Spec("f"), "")->job;
-  ASSERT_TRUE(store_
-                  ->UpsertWorker([] {
-                    v1::Worker w;
-                    w.set_id("worker-1");
-                    w.set_state(v1::WORKER_STATE_UP);
-                    return w;
-                  }())
-                  .ok());
+  ASSERT_TRUE(store_->UpsertWorker(UpWorker("worker-1")).ok());
   AllocationRecord a;
   a.worker_id = "worker-1";
   a.device_indexes = {0, 1};
@@ -346,14 +346,7 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
 
 TEST_F(JobStoreTest, EndedNodesOfActiveJobsCarryTheirExitCodes) {
   auto job = store_->SubmitJob(Spec("gang"), "")->job;
-  ASSERT_TRUE(store_
-                  ->UpsertWorker([] {
-                    v1::Worker w;
-                    w.set_id("worker-1");
-                    w.set_state(v1::WORKER_STATE_UP);
-                    return w;
-                  }())
-                  .ok());
+  ASSERT_TRUE(store_->UpsertWorker(UpWorker("worker-1")).ok());
   std::vector<AllocationRecord> nodes(3);
   for (int i = 0; i < 3; ++i) {
     nodes[i].worker_id = "worker-1";

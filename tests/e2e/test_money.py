@@ -34,6 +34,16 @@ def write_config(action):
     return f.name
 
 
+def run_past_the_small_budget(c):
+    """On a 2-worker cluster: a job of team small on 2 GPUs at 0.01/s each,
+    running until it alone is past the 0.50 budget (after 25 s)."""
+    wait_for(lambda: len(c.workers_json()) == 2, timeout=20, message="workers up")
+    long = c.submit("--team", "small", "--gpus", "2", "--", "sleep", "600")
+    c.wait_job(long["id"], "RUNNING", timeout=30)
+    time.sleep(27)
+    return long
+
+
 def ts(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -193,11 +203,7 @@ class MoneyTest(unittest.TestCase):
         config = write_config("reject")
         with Cluster(workers=2, gpus_per_worker=2, region="sa-east-1",
                      scheduler_config=config) as c:
-            wait_for(lambda: len(c.workers_json()) == 2, timeout=20, message="workers up")
-            # 2 GPUs at 0.01/s each: past the 0.50 budget after 25 s, running.
-            long = c.submit("--team", "small", "--gpus", "2", "--", "sleep", "600")
-            c.wait_job(long["id"], "RUNNING", timeout=30)
-            time.sleep(27)
+            run_past_the_small_budget(c)
             small = c.cli("submit", "--team", "small", "--gpus", "1",
                           "--max-runtime", "1s", "--", "true")
             self.assertEqual(small.code, 1, small)
@@ -211,12 +217,7 @@ class MoneyTest(unittest.TestCase):
         config = write_config("hold")
         with Cluster(workers=2, gpus_per_worker=2, region="sa-east-1",
                      scheduler_config=config) as c:
-            wait_for(lambda: len(c.workers_json()) == 2, timeout=20, message="workers up")
-            # 2 GPUs at 0.01/s each: the running job alone is past the 0.50
-            # budget after 25 s, and none of it is in a closed (stored) row.
-            long = c.submit("--team", "small", "--gpus", "2", "--", "sleep", "600")
-            c.wait_job(long["id"], "RUNNING", timeout=30)
-            time.sleep(27)
+            run_past_the_small_budget(c)  # none of it in a closed row yet
             held = c.submit("--team", "small", "--gpus", "1", "--max-runtime", "1s",
                             "--", "true")
             time.sleep(2)
