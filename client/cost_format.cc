@@ -88,8 +88,11 @@ std::string RenderCostReport(const v1::CostReport& report) {
   table.AddRow({"TOTAL", FormatGpuHours(report.total_gpu_seconds()),
                 FormatMoney(report.total(), currency),
                 report.rows_size() > 0 ? "100.0%" : ""});
-  table.AddRow({"IDLE", FormatGpuHours(report.idle_gpu_seconds()),
-                FormatMoney(report.idle_cost(), currency), ""});
+  // A team's own report (not an admin's) carries no fleet idle cost.
+  if (!report.idle_cost().empty()) {
+    table.AddRow({"IDLE", FormatGpuHours(report.idle_gpu_seconds()),
+                  FormatMoney(report.idle_cost(), currency), ""});
+  }
   absl::StrAppend(&out, table.Render());
   // Shown once it reaches a cent.
   auto saved = RoundDecimal(report.idle_shutdown_saved(), 2);

@@ -119,6 +119,15 @@ TEST(CostReportTest, EmptyReportStillShowsTotalAndIdle) {
             "IDLE   0.00       0.00\n");
 }
 
+TEST(CostReportTest, ATeamsOwnReportHasNoIdleRow) {
+  v1::CostReport report;  // as the scheduler answers a non-admin
+  report.set_group_by("team");
+  report.set_total("1.5");
+  SetTime(report.mutable_since(), kNow - absl::Hours(24));
+  SetTime(report.mutable_until(), kNow);
+  EXPECT_EQ(RenderCostReport(report).find("IDLE"), std::string::npos);
+}
+
 TEST(EstimateTest, TableKeepsTheServersOrderAndHumanisesTimes) {
   v1::EstimateJobResponse response;
   response.set_currency("USD");

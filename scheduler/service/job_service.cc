@@ -218,8 +218,10 @@ grpc::Status JobServiceImpl::GetCostReport(grpc::ServerContext* ctx,
     *resp->add_rows() = mine;
     resp->set_total(mine.cost());
     resp->set_total_gpu_seconds(mine.gpu_seconds());
+    // Idle cost and idle-shutdown savings are the fleet's, not the team's.
     resp->clear_idle_cost();
     resp->clear_idle_gpu_seconds();
+    resp->clear_idle_shutdown_saved();
   }
   return grpc::Status::OK;
 }

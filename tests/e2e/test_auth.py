@@ -151,8 +151,15 @@ class AuthTest(unittest.TestCase):
             for name in ("alice", "bob", "carol", "admin"):
                 self.expect(c, name, who[name], ["cost"], EXIT_OK)
             r = self.expect(c, "carol", carol, ["cost", "-o", "json"], EXIT_OK)
-            keys = {row["key"] for row in json.loads(r.stdout).get("rows", [])}
+            report = json.loads(r.stdout)
+            keys = {row["key"] for row in report.get("rows", [])}
             self.assertEqual(keys, {"team-b"})
+            # The fleet's idle cost and idle-shutdown savings are not a
+            # team's to see, and its table has no IDLE row.
+            for fleet_wide in ("idle_cost", "idle_shutdown_saved"):
+                self.assertEqual(report.get(fleet_wide, ""), "", report)
+            table = self.expect(c, "carol", carol, ["cost"], EXIT_OK)
+            self.assertNotIn("IDLE", table.stdout)
             self.expect(c, "alice", alice, ["cost", "--by", "user"], EXIT_DENIED, DENIED)
             self.expect(c, "admin", ADMIN_TOKEN, ["cost", "--by", "user"], EXIT_OK)
 
