@@ -1,5 +1,6 @@
 #include "common/job_spec.h"
 
+#include <google/protobuf/stubs/common.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -342,47 +343,13 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
   return spec;
 }
 
-// Whether `text` is well-formed UTF-8 (no overlongs, surrogates or code
-// points above U+10FFFF): protobuf refuses to send anything else.
-bool IsUtf8(absl::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    int extra;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= text.size()) return false;  // truncated
-    for (int k = 1; k <= extra; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(text[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += extra + 1;
-  }
-  return true;
-}
-
 // Text a process or a query will see: UTF-8 and no NUL (which would cut an
 // argument or an environment value short).
 absl::Status CheckText(absl::string_view text, const Path& path) {
-  if (!IsUtf8(text)) return FieldError(path, "is not valid UTF-8");
+  // The check protobuf applies before it sends a string field.
+  if (!google::protobuf::internal::IsStructurallyValidUTF8(
+          text.data(), static_cast<int>(text.size())))
+    return FieldError(path, "is not valid UTF-8");
   if (text.find('\0') != absl::string_view::npos)
     return FieldError(path, "contains a NUL byte");
   return absl::OkStatus();

@@ -17,6 +17,16 @@ import unittest
 
 from cluster import Cluster, _alive, wait_for
 
+# The stand-ins' tail: accept and drop connections on (host, port).
+SERVE_HOST_PORT = textwrap.dedent("""\
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(port)))
+    s.listen()
+    while True:
+        s.accept()[0].close()
+    """)
+
 STUB_SCHEDULER = textwrap.dedent("""\
     #!/usr/bin/env python3
     import os, signal, socket, subprocess, sys
@@ -28,13 +38,7 @@ STUB_SCHEDULER = textwrap.dedent("""\
                    stdout=subprocess.DEVNULL)
     print("ARGV", " ".join(argv), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, int(port)))
-    s.listen()
-    while True:
-        s.accept()[0].close()
-    """)
+    """) + SERVE_HOST_PORT
 
 STUB_WORKER = textwrap.dedent("""\
     #!/usr/bin/env python3
@@ -52,13 +56,7 @@ STUB_WORKER = textwrap.dedent("""\
         print("tupa-worker: metrics: cannot listen on", listen, flush=True)
         sys.exit(1)
     host, port = listen.rsplit(":", 1)
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, int(port)))
-    s.listen()
-    while True:
-        s.accept()[0].close()
-    """)
+    """) + SERVE_HOST_PORT
 
 
 def free_port_reachable(port):

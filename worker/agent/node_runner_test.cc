@@ -61,6 +61,14 @@ bool GroupHasLiveMembers(int pgid) {
 
 bool Alive(int pid) { return GroupHasLiveMembers(pid); }
 
+// The first line rank `rank` wrote.
+std::string FirstLogLine(const NodeRunnerOptions& o, int rank) {
+  std::ifstream log(o.log_dir + "/rank-" + std::to_string(rank) + ".log");
+  std::string line;
+  std::getline(log, line);
+  return line;
+}
+
 TEST(NodeRunner, AllRanksSucceedAndLogPerRank) {
   Result result;
   auto o = Options({{"sh", "-c", "echo hello from $TUPA_TEST_RANK"},
@@ -70,10 +78,7 @@ TEST(NodeRunner, AllRanksSucceedAndLogPerRank) {
   runner.Start();
   ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
   EXPECT_EQ(result.code, 0);
-  std::ifstream log(o.log_dir + "/rank-1.log");
-  std::string line;
-  std::getline(log, line);
-  EXPECT_EQ(line, "hello from 1");
+  EXPECT_EQ(FirstLogLine(o, 1), "hello from 1");
 }
 
 TEST(NodeRunner, OneFailingRankKillsTheOthers) {
@@ -134,7 +139,7 @@ TEST(NodeRunner, FindsTheCommandOnTheRanksOwnPath) {
   std::filesystem::permissions(program, std::filesystem::perms::owner_all);
   Result result;
   NodeRunnerOptions o = Options({{"tupa-test-only-on-job-path"}}, &result);
-  o.ranks[0].env["PATH"] = "/nonexistent:" + bin;
+  o.ranks[0].env["PATH"] = bin + "-missing:" + bin;
   NodeRunner runner(std::move(o));
   runner.Start();
   ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
@@ -155,9 +160,7 @@ TEST(NodeRunner, RanksInheritNoDescriptorOfTheWorker) {
   runner.Start();
   ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
   close(fd);
-  std::ifstream log(o.log_dir + "/rank-0.log");
-  std::string fds;
-  std::getline(log, fds);
+  const std::string fds = FirstLogLine(o, 0);
   EXPECT_EQ(result.code, 0);
   EXPECT_EQ(fds.find(" " + std::to_string(fd) + " "), std::string::npos)
       << "the rank's descriptors: " << fds;
@@ -179,15 +182,13 @@ TEST(NodeRunner, AProcessThatLeftTheRankGroupDoesNotHoldTheNodeOpen) {
 TEST(NodeRunner, AWorkDirThatCannotBeEnteredFailsWithAMessage) {
   Result result;
   NodeRunnerOptions o = Options({{"true"}}, &result);
-  o.work_dir = "/nonexistent/work/dir";
+  o.work_dir = o.log_dir + "/no-such-work-dir";
   NodeRunner runner(o);
   runner.Start();
   ASSERT_TRUE(result.done.WaitForNotificationWithTimeout(absl::Seconds(20)));
   EXPECT_EQ(result.code, 126);
-  std::ifstream log(o.log_dir + "/rank-0.log");
-  std::string line;
-  std::getline(log, line);
-  EXPECT_NE(line.find("cannot enter the work directory /nonexistent/work/dir"),
+  const std::string line = FirstLogLine(o, 0);
+  EXPECT_NE(line.find("cannot enter the work directory " + o.work_dir),
             std::string::npos)
       << line;
 }
