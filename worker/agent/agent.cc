@@ -330,6 +330,22 @@ void Agent::OnAssign(const v1::Assign& assign) {
     if (std::get<0>(k) == assign.job_id() && std::get<1>(k) < assign.attempt())
       node.runner->Cancel("superseded by a newer attempt");
 
+  if (absl::Status devices = CheckAssignedDevices(assign, options_.devices);
+      !devices.ok()) {
+    LOG(ERROR) << "job " << assign.job_id() << " attempt " << assign.attempt()
+               << " node " << assign.node_rank()
+               << " not started: " << devices.message();
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(assign.job_id());
+    s->set_attempt(assign.attempt());
+    s->set_node_rank(assign.node_rank());
+    s->set_state(v1::NODE_STATE_EXITED);
+    s->set_exit_code(127);  // as for a rank that could not start
+    s->set_message(absl::StrCat("not started: ", devices.message()));
+    outbox_.push_back(std::move(m));  // mu_ is held: not Enqueue()
+    return;
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   // Claimed once per node: the ranks of this node share it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -36,6 +37,32 @@ void AddShareEnv(const v1::Assign& assign, double share,
 }
 
 }  // namespace
+
+absl::Status CheckAssignedDevices(const v1::Assign& assign,
+                                  const std::vector<v1::Device>& devices) {
+  std::set<int> have;
+  for (const v1::Device& d : devices) have.insert(d.index());
+  std::set<int> seen;
+  for (int index : assign.device_indexes()) {
+    if (!have.count(index)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "assigned device ", index, " is not one of this worker's ",
+          have.size(), " device(s)"));
+    }
+    if (!seen.insert(index).second) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device ", index, " is assigned twice"));
+    }
+  }
+  const double gpus = assign.spec().resources().gpus();
+  const int want = gpus <= 0 ? 0 : gpus < 1 ? 1 : static_cast<int>(gpus);
+  if (assign.device_indexes_size() != want) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job asks for ", gpus, " GPU(s) per node but was assigned ",
+        assign.device_indexes_size(), " device(s)"));
+  }
+  return absl::OkStatus();
+}
 
 std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
                                    const RankPlanOptions& options) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "tupa/v1/worker_protocol.pb.h"
 
 namespace tupa::worker {
@@ -48,6 +49,14 @@ struct RankPlanOptions {
 // share of SMs) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, which MPS enforces.
 std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
                                    const RankPlanOptions& options);
+
+// Whether the devices an Assign names are this worker's: each index one of
+// `devices`, none twice, and as many as the job asks per node (one for a
+// share, none for a CPU-only job). A scheduler whose view of the worker is
+// wrong gets a FailedPrecondition naming the index instead of ranks that
+// would run on another job's device or on none.
+absl::Status CheckAssignedDevices(const v1::Assign& assign,
+                                  const std::vector<v1::Device>& devices);
 
 }  // namespace tupa::worker
 

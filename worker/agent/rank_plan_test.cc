@@ -132,5 +132,49 @@ TEST(PlanRanks, FractionalJobGetsShareMemoryCapAndMpsWhenRunning) {
   EXPECT_EQ(ranks[0].env.count("CUDA_MPS_PIPE_DIRECTORY"), 0u);
 }
 
+std::vector<v1::Device> FourDevices() {
+  std::vector<v1::Device> devices(4);
+  for (int i = 0; i < 4; ++i) devices[i].set_index(i);
+  return devices;
+}
+
+TEST(CheckAssignedDevices, AcceptsTheWorkersOwnDevicesInTheAskedNumber) {
+  v1::Assign a = TwoNodeAssign(0);  // devices 2 and 3
+  a.mutable_spec()->mutable_resources()->set_gpus(2);
+  EXPECT_TRUE(CheckAssignedDevices(a, FourDevices()).ok());
+
+  v1::Assign share;
+  share.mutable_spec()->mutable_resources()->set_gpus(0.25);
+  share.add_device_indexes(1);
+  EXPECT_TRUE(CheckAssignedDevices(share, FourDevices()).ok());
+
+  v1::Assign cpu_only;
+  cpu_only.mutable_spec()->mutable_resources()->set_gpus(0);
+  EXPECT_TRUE(CheckAssignedDevices(cpu_only, {}).ok());
+}
+
+TEST(CheckAssignedDevices, RefusesUnknownRepeatedOrMiscountedDevices) {
+  v1::Assign a = TwoNodeAssign(0);
+  a.mutable_spec()->mutable_resources()->set_gpus(2);
+  a.set_device_indexes(1, 7);
+  absl::Status s = CheckAssignedDevices(a, FourDevices());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("device 7"), std::string::npos) << s;
+
+  a.set_device_indexes(1, 2);
+  s = CheckAssignedDevices(a, FourDevices());
+  EXPECT_NE(s.message().find("device 2 is assigned twice"), std::string::npos)
+      << s;
+
+  a.set_device_indexes(1, 3);
+  a.mutable_spec()->mutable_resources()->set_gpus(4);
+  s = CheckAssignedDevices(a, FourDevices());
+  EXPECT_NE(s.message().find("asks for 4 GPU(s)"), std::string::npos) << s;
+
+  // A worker without devices takes no GPU job at all.
+  a.mutable_spec()->mutable_resources()->set_gpus(2);
+  EXPECT_FALSE(CheckAssignedDevices(a, {}).ok());
+}
+
 }  // namespace
 }  // namespace tupa::worker
