@@ -8,7 +8,9 @@
 // MASTER_ADDR, MASTER_PORT (defaults: one rank); LOCAL_WORLD_SIZE (ranks on
 // this machine) splits the cores between CPU ranks unless
 // OPENBLAS_NUM_THREADS is set. TUPA_CHECKPOINT_DIR is the default
-// checkpoint directory. See docs/trainer.md.
+// checkpoint directory. TUPA_RENDEZVOUS_TIMEOUT_S (default 300) bounds the
+// wait for the other ranks at rendezvous and in each collective. See
+// docs/trainer.md.
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -205,7 +207,8 @@ int main(int argc, char** argv) {
       EnvInt("RANK", 0, 0, kMaxRanks - 1),
       EnvInt("LOCAL_RANK", 0, 0, kMaxRanks - 1),
       EnvInt("MASTER_PORT", 29500, 1, 65535),
-      EnvInt("LOCAL_WORLD_SIZE", 1, 1, kMaxRanks)};
+      EnvInt("LOCAL_WORLD_SIZE", 1, 1, kMaxRanks),
+      EnvInt("TUPA_RENDEZVOUS_TIMEOUT_S", 300, 1, 7 * 24 * 3600)};
   for (const absl::StatusOr<int>& e : env) {
     if (!e.ok()) {
       std::cerr << "tupa-train: " << e.status().message() << "\n";
@@ -216,6 +219,7 @@ int main(int argc, char** argv) {
   options.rank = *env[1];
   options.local_rank = *env[2];
   options.master_port = *env[3];
+  options.timeout = absl::Seconds(*env[5]);
   if (options.rank >= options.world_size) {
     std::cerr << "tupa-train: RANK=" << options.rank
               << " is not below WORLD_SIZE=" << options.world_size << "\n";

@@ -163,6 +163,7 @@ TEST(TupaTrainTest, BadFlagsAndEnvironmentAreUsageErrors) {
            {{}, {{"RANK", "abc"}}, "RANK=abc"},
            {{}, {{"WORLD_SIZE", "2"}, {"RANK", "2"}}, "RANK=2"},
            {{}, {{"MASTER_PORT", "70000"}}, "MASTER_PORT"},
+           {{}, {{"TUPA_RENDEZVOUS_TIMEOUT_S", "0"}}, "RENDEZVOUS_TIMEOUT"},
        }) {
     std::vector<std::string> args = {"-f", spec};
     args.insert(args.end(), c.args.begin(), c.args.end());
@@ -175,6 +176,26 @@ TEST(TupaTrainTest, BadFlagsAndEnvironmentAreUsageErrors) {
       StartTrain(kBinary, {"-f", spec, "--json=false"}, {}, dir + "/plain");
   ASSERT_EQ(WaitTrain(plain, absl::Seconds(30)), 0) << plain.err();
   EXPECT_EQ(plain.out().find("{\"step\""), std::string::npos) << plain.out();
+}
+
+TEST(TupaTrainTest, RendezvousTimeoutComesFromTheEnvironment) {
+  // Rank 0 of two, whose peer never comes: it gives up after the 2 s asked
+  // for, not the default 300 s.
+  const std::string dir = testing::MakeTempDir("rendezvous_timeout");
+  const std::string spec = WriteSpec(dir, "alone", R"(
+  model: {type: mlp, layers: [16, 4]}
+  data: {format: synthetic, samples: 64, test_samples: 32}
+  batch_size: 16
+  steps: 2
+)");
+  TrainProcess alone =
+      StartTrain(kBinary, {"-f", spec},
+                 {{"WORLD_SIZE", "2"},
+                  {"RANK", "0"},
+                  {"MASTER_PORT", absl::StrCat(testing::PickFreePort())},
+                  {"TUPA_RENDEZVOUS_TIMEOUT_S", "2"}},
+                 dir + "/run");
+  EXPECT_EQ(WaitTrain(alone, absl::Seconds(60)), 1) << alone.err();
 }
 
 TEST(TupaTrainTest, RefusesToResumeACheckpointOfAnotherSeed) {
