@@ -23,7 +23,8 @@ DASHBOARDS = sorted(glob.glob(os.path.join(DEPLOY, "grafana", "dashboards", "*.j
 # but may return nothing on an emulated, unpriced test cluster.
 MAY_BE_EMPTY = ("tupa_device_power_watts", "tupa_cost_accrued_total",
                 "tupa_idle_cost_total", "tupa_team_monthly_budget",
-                "tupa_idle_shutdown_saved_total", "tupa_idle_shutdowns_total")
+                "tupa_idle_shutdown_saved_total", "tupa_idle_shutdowns_total",
+                "tupa_scale_ups_total", "tupa_zombie_jobs_total")
 
 # What Grafana substitutes for its built-in and template variables.
 GRAFANA_SUBSTITUTIONS = [
