@@ -23,6 +23,9 @@
 
 ABSL_FLAG(std::string, scheduler, "localhost:50051", "scheduler address");
 ABSL_FLAG(std::string, id, "", "worker id (default: the host name)");
+ABSL_FLAG(std::string, join_token, "",
+          "the join token itself (visible to every local user in the process "
+          "list: prefer --join-token-file or env TUPA_JOIN_TOKEN)");
 ABSL_FLAG(std::string, join_token_file, "",
           "file holding the join token (or env TUPA_JOIN_TOKEN)");
 ABSL_FLAG(std::string, tls_ca, "",
@@ -100,6 +103,15 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_id).empty() ? HostName() : absl::GetFlag(FLAGS_id);
   if (const char* env = std::getenv("TUPA_JOIN_TOKEN"))
     options.join_token = env;
+  if (!absl::GetFlag(FLAGS_join_token).empty() &&
+      !absl::GetFlag(FLAGS_join_token_file).empty()) {
+    std::cerr << "tupa-worker: give --join-token or --join-token-file, not "
+                 "both\n";
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_join_token).empty())
+    options.join_token = std::string(
+        absl::StripAsciiWhitespace(absl::GetFlag(FLAGS_join_token)));
   if (!absl::GetFlag(FLAGS_join_token_file).empty()) {
     auto token = ReadFile(absl::GetFlag(FLAGS_join_token_file));
     if (!token.ok()) {

@@ -210,8 +210,10 @@ class AuthTest(unittest.TestCase):
     def check_join_token_refused(self, c):
         procs = []
         try:
-            for wid, token in (("intruder-wrong", "not-the-token"),
-                               ("intruder-none", None)):
+            for wid, token, flags in (("intruder-wrong", "not-the-token", []),
+                                      ("intruder-flag", None,
+                                       ["--join-token", "not-the-token"]),
+                                      ("intruder-none", None, [])):
                 env = dict(os.environ)
                 env.pop("TUPA_JOIN_TOKEN", None)
                 if token:
@@ -221,9 +223,10 @@ class AuthTest(unittest.TestCase):
                     [bin_path("tupa-worker"), "--scheduler", c.env["TUPA_SCHEDULER"],
                      "--id", wid, "--emulated-gpus", "1",
                      "--work-dir", os.path.join(c.home, wid),
-                     "--metrics-listen", ""],
+                     "--metrics-listen", ""] + flags,
                     env=env, stdout=log, stderr=subprocess.STDOUT)))
             expected = {"intruder-wrong": "join token rejected",
+                        "intruder-flag": "join token rejected",
                         "intruder-none": "join token required"}
             for wid, log, _ in procs:
                 path = os.path.join(c.home, f"{wid}.log")
@@ -232,6 +235,7 @@ class AuthTest(unittest.TestCase):
             ids = {w["id"] for w in c.workers_json()}
             self.assertNotIn("intruder-wrong", ids)
             self.assertNotIn("intruder-none", ids)
+            self.assertNotIn("intruder-flag", ids)
             self.assertIn("worker-1", ids)
             self.assertIn("refused worker", c.log("scheduler"))
         finally:
