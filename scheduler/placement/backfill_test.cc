@@ -61,6 +61,17 @@ TEST(Backfill, HeadJobGetsReservationAndEstimate) {
   EXPECT_EQ(plan.pending.at(1).estimated_start_ms, kNow + 600'000);
 }
 
+TEST(Backfill, OverdueJobEndsNowNotInThePast) {
+  // Past its max_runtime the running job is being stopped: the head job's
+  // start is now, and nothing is backfilled into the gap that has passed.
+  Scenario s;
+  s.running[0].expected_end_ms = kNow - 5'000;
+  auto plan = PlaceJobs(s.nodes, {Job(1, 4, 90, 3600), Job(2, 1, 10, 1)},
+                        s.running, Opts());
+  EXPECT_EQ(plan.pending.at(1).estimated_start_ms, kNow);
+  EXPECT_EQ(plan.pending.at(2).reason, PendingReason::kBehindPriority);
+}
+
 TEST(Backfill, ShortJobStartsBeforeReservation) {
   Scenario s;
   auto plan = PlaceJobs(s.nodes, {Job(1, 4, 90, 3600), Job(2, 1, 10, 300)},

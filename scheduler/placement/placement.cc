@@ -137,8 +137,12 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
   }
   std::vector<Release> releases;
   for (const RunningJob& r : running) {
-    releases.push_back(
-        {r.expected_end_ms > 0 ? r.expected_end_ms : kUnknownEnd, r});
+    // A job past its expected end is being stopped: it ends any moment,
+    // not in the past (start estimates are never earlier than now).
+    releases.push_back({r.expected_end_ms > 0
+                            ? std::max(r.expected_end_ms, options.now_ms)
+                            : kUnknownEnd,
+                        r});
   }
   QueueOrder order(pending, running);
   Reservation reservation;
