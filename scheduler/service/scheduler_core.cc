@@ -223,7 +223,12 @@ void SchedulerCore::CheckLeases(absl::Time now) {
   std::vector<std::string> lost;
   for (auto& [id, w] : workers_) {
     const auto state = w.info.state();
-    if ((state != v1::WORKER_STATE_UP && state != v1::WORKER_STATE_DRAINING) ||
+    // Not up but holding allocations: stored LOST or OFFLINE by a scheduler
+    // that crashed before it requeued the jobs. It gets a lease to
+    // reconnect like any known worker, then its jobs are requeued.
+    const bool live =
+        state == v1::WORKER_STATE_UP || state == v1::WORKER_STATE_DRAINING;
+    if ((!live && !busy.count(id)) ||
         now - w.last_seen <= options_.worker_timeout)
       continue;
     // Told to shut down, with nothing on it: a hook that powers the
@@ -542,6 +547,10 @@ void SchedulerCore::FinishJob(ActiveJob& job, v1::JobState state,
 void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
   const int64_t id = job.job.id();
   const int32_t attempt = job.job.attempt();
+  // This attempt's requeue is already on its way to PostgreSQL: a second
+  // one would move the job on under the first, which would then be dropped
+  // and leave the new attempt fenced off as not current.
+  if (job.requeue_deferred) return;
   if (attempt > job.job.spec().retries()) {
     FinishJob(job, v1::JOB_STATE_FAILED, -1,
               absl::StrCat(reason, "; no retries left"));
@@ -607,6 +616,7 @@ void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
   job.job.set_message(reason);
   job.job.clear_placements();
   job.nodes_succeeded = 0;
+  job.requeue_deferred = false;
   LOG(INFO) << "job " << id << " requeued as attempt " << next << ": "
             << reason;
   wake_ = true;

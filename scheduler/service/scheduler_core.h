@@ -268,9 +268,12 @@ class SchedulerCore {
   // stopped would have cost meanwhile.
   void AccrueIdleCost(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends an allocation at `end`: prices it, records it (with the node's
-  // exit code when its worker reported one), adds to its job.
+  // exit code when its worker reported one), adds to its job. `recorded`
+  // runs (under mu_) once the record is final: at once, or when a write
+  // deferred while PostgreSQL is down lands.
   void CloseAlloc(const AllocKey& key, const Alloc& alloc, absl::Time end,
-                  std::optional<int32_t> exit_code = std::nullopt)
+                  std::optional<int32_t> exit_code = std::nullopt,
+                  std::function<void()> recorded = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // At start: the nodes of running attempts that ended before the restart
   // count as succeeded, or decide the job (FAILED, or a requeue for a node
@@ -388,6 +391,10 @@ class SchedulerCore {
     std::function<absl::Status()> write;
   };
   std::deque<DeferredWrite> deferred_ ABSL_GUARDED_BY(mu_);
+  // Node exits whose allocation close is deferred: not acked to the worker
+  // until it lands, so that a scheduler crash meanwhile loses nothing (the
+  // worker resends an unacked EXITED to the next scheduler).
+  std::set<AllocKey> exit_ack_pending_ ABSL_GUARDED_BY(mu_);
   absl::Time deferred_retry_at_ ABSL_GUARDED_BY(mu_);
   idle::PolicyState idle_state_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, idle::WorkerVerdict> verdicts_ ABSL_GUARDED_BY(mu_);

@@ -88,8 +88,8 @@ void SchedulerCore::AccrueIdleCost(absl::Time now) {
 }
 
 void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
-                               absl::Time end,
-                               std::optional<int32_t> exit_code) {
+                               absl::Time end, std::optional<int32_t> exit_code,
+                               std::function<void()> recorded) {
   const auto [job_id, attempt, node] = key;
   std::string cost, currency;
   if (alloc.price) {
@@ -111,11 +111,19 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
   if (absl::IsUnavailable(s)) {
     Defer(absl::StrCat("the allocation of job ", job_id, " attempt ", attempt,
                        " node ", node),
-          write);
-  } else if (!s.ok()) {
+          [write, recorded] {
+            absl::Status later = write();
+            // Anything but Unavailable is final (RetryDeferred drops it).
+            if (!absl::IsUnavailable(later) && recorded) recorded();
+            return later;
+          });
+    return;
+  }
+  if (!s.ok()) {
     LOG(ERROR) << "closing allocation of job " << job_id << " attempt "
                << attempt << " node " << node << ": " << s;
   }
+  if (recorded) recorded();
 }
 
 void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {

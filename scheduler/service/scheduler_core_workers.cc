@@ -151,8 +151,10 @@ void SchedulerCore::MarkStopped(WorkerEntry& w, absl::Time at) {
 void SchedulerCore::WorkerLost(const std::string& id,
                                const std::string& reason) {
   WorkerEntry& w = workers_[id];
+  // Already LOST: a restart found its allocations still open (the requeue
+  // never reached PostgreSQL); counted when it was first lost.
+  if (w.info.state() != v1::WORKER_STATE_LOST) metrics_->WorkerLost();
   w.info.set_state(v1::WORKER_STATE_LOST);
-  metrics_->WorkerLost();
   store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
   if (w.session) {
     w.session->Close();
@@ -240,17 +242,22 @@ void SchedulerCore::HandleWorkerMessage(
 void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
                                  const v1::NodeStatus& status) {
   const AllocKey key{status.job_id(), status.attempt(), status.node_rank()};
-  if (status.state() == v1::NODE_STATE_EXITED) {
-    // Handled below, under this lock, before the session writes the ack:
-    // the worker may forget the node (it resends the EXITED until acked).
+  // The worker forgets a node once its EXITED is acked (until then it
+  // resends it to every new stream): ack only what PostgreSQL holds.
+  auto ack_exit = [key](WorkerSession& session) {
     v1::SchedulerMessage ack;
-    ack.mutable_exit_ack()->set_job_id(status.job_id());
-    ack.mutable_exit_ack()->set_attempt(status.attempt());
-    ack.mutable_exit_ack()->set_node_rank(status.node_rank());
-    worker.session->Push(std::move(ack));
-  }
+    ack.mutable_exit_ack()->set_job_id(std::get<0>(key));
+    ack.mutable_exit_ack()->set_attempt(std::get<1>(key));
+    ack.mutable_exit_ack()->set_node_rank(std::get<2>(key));
+    session.Push(std::move(ack));
+  };
   auto a = allocs_.find(key);
   if (a == allocs_.end() || a->second.worker_id != worker.info.id()) {
+    // Already recorded (a resend), or never ours; unless its record is
+    // still waiting for the database.
+    if (status.state() == v1::NODE_STATE_EXITED &&
+        !exit_ack_pending_.count(key))
+      ack_exit(*worker.session);
     // Not ours (any more): make sure it stops.
     if (status.state() == v1::NODE_STATE_RUNNING) {
       v1::SchedulerMessage cancel;
@@ -271,7 +278,16 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
     return;
   }
   if (status.state() != v1::NODE_STATE_EXITED) return;
-  CloseAlloc(key, a->second, absl::Now(), status.exit_code());
+  exit_ack_pending_.insert(key);
+  CloseAlloc(key, a->second, absl::Now(), status.exit_code(),
+             [this, key, ack_exit, worker_id = worker.info.id()]()
+                 ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                   // Under mu_: at once, or from RetryDeferred.
+                   exit_ack_pending_.erase(key);
+                   auto w = workers_.find(worker_id);
+                   if (w != workers_.end() && w->second.session)
+                     ack_exit(*w->second.session);
+                 });
   EraseAlloc(key);
   Changed();
   if (current) {

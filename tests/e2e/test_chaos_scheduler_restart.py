@@ -230,5 +230,58 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
             self.assertEqual(done["attempt"], 1, done)
 
 
+    def test_an_exit_recorded_only_in_memory_is_not_acked(self):
+        # The node ends while PostgreSQL is down, so its end waits in the
+        # scheduler's memory; then the scheduler dies. The worker must not
+        # have been told the exit was recorded: it reports it again to the
+        # restarted scheduler, and the job succeeds once, at attempt 1.
+        with Cluster(workers=1, gpus_per_worker=1) as c:
+            flag, runs = os.path.join(c.home, "go"), os.path.join(c.home, "runs")
+            job = c.submit("--gpus", "1", "--retries", "1", "--", "sh", "-c",
+                           f'echo run >> {runs}; '
+                           f'while [ ! -e {flag} ]; do sleep 0.1; done')
+            job_id = int(job["id"])
+            c.wait_job(job_id, "RUNNING", timeout=30)
+            c.kill("postgres")
+            with open(flag, "w"):
+                pass
+            wait_for(lambda: f"the allocation of job {job_id} attempt 1 node 0 will be "
+                             "recorded" in c.log("scheduler"),
+                     15, message="the node's end to be deferred")
+            c.kill("scheduler")
+            c.up()
+            done = c.wait_job(job_id, "SUCCEEDED", timeout=60)
+            self.assertEqual(done["attempt"], 1, done)
+            with open(runs) as f:
+                self.assertEqual(f.read(), "run\n", "the job ran again")
+            url = c.env["TUPA_DATABASE_URL"]
+            self.assertEqual(psql(url, "SELECT count(*), count(ended_at), min(exit_code) "
+                                       f"FROM allocations WHERE job_id = {job_id}"),
+                             "1|1|0")
+
+    def test_jobs_on_a_worker_stored_lost_are_requeued_after_a_restart(self):
+        # The scheduler wrote a worker LOST, then died before it requeued
+        # the worker's job (the state is written by hand here). After the
+        # restart the worker does not come back: its allocation must not
+        # stay open, nor the job RUNNING, forever.
+        with Cluster(workers=2, gpus_per_worker=1) as c:
+            jobs = [int(c.submit("--gpus", "1", "--retries", "1", "--",
+                                 "sleep", "300")["id"]) for _ in range(2)]
+            for job_id in jobs:
+                c.wait_job(job_id, "RUNNING", timeout=30)
+            url = c.env["TUPA_DATABASE_URL"]
+            job_id = int(psql(url, "SELECT job_id FROM allocations "
+                                   "WHERE worker_id = 'worker-2' AND ended_at IS NULL"))
+            c.kill("scheduler")
+            c.kill("worker-2")
+            psql(url, "UPDATE workers SET state = 'LOST' WHERE id = 'worker-2'")
+            c.up("--workers", "1")  # the scheduler again, not worker-2
+            wait_for(lambda: c.get_job(job_id)["attempt"] == 2, 90,
+                     message="the job on the lost worker to be requeued")
+            self.assertEqual(psql(url, "SELECT count(*) FROM allocations "
+                                       f"WHERE job_id = {job_id} AND attempt = 1 "
+                                       "AND ended_at IS NULL"), "0")
+
+
 if __name__ == "__main__":
     unittest.main()
