@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/output.h"
+#include "common/job_spec.h"
 #include "common/status_macros.h"
 
 namespace tupa::client {
@@ -16,6 +17,8 @@ absl::Status CreateToken(CommandContext& context, const ParsedArgs& args) {
   if (args.positional().size() != 2)
     return absl::InvalidArgumentError(
         "usage: tupa admin token create --user U --team T [--admin]");
+  RETURN_IF_ERROR(ValidateText(args.Value("user"), "--user"));
+  RETURN_IF_ERROR(ValidateText(args.Value("team"), "--team"));
   v1::CreateTokenRequest request;
   request.set_user(args.Value("user"));
   request.set_team(args.Value("team"));

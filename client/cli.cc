@@ -1,7 +1,10 @@
 #include "client/cli.h"
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <optional>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -80,7 +83,8 @@ FlagSet CommandFlags(const Command& command) {
                 "scheduler address (env TUPA_SCHEDULER, default "
                 "localhost:50051)")
       .AddValue("timeout", "D",
-                "deadline per call (default 30s; wait: how long to wait)")
+                "deadline per call (default 30s; wait: how long to wait; "
+                "logs -f: how long to follow)")
       .AddValue("retry-for", "D",
                 "keep retrying an unreachable scheduler this long")
       .AddValue("tls-ca", "FILE",
@@ -133,10 +137,25 @@ std::pair<std::string, std::vector<std::string>> SplitCommand(
   return {"", args};
 }
 
-absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+// Reads the PEM file at `path`, which `source` (a flag or an environment
+// variable) named. Checked here, because gRPC reports an unusable PEM only
+// as log lines and an "empty address list" at the first call.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path,
+                                        absl::string_view source) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", path, " is a directory, not a PEM file"));
+  errno = 0;
   std::optional<std::string> text = ReadWholeFile(path);
-  if (!text)
-    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  if (!text) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": cannot read ", path,
+        errno != 0 ? absl::StrCat(": ", std::strerror(errno)) : ""));
+  }
+  if (!absl::StrContains(*text, "-----BEGIN "))
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", path, " is not PEM (no -----BEGIN line)"));
   return *std::move(text);
 }
 
@@ -155,13 +174,21 @@ absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,
     if (ch < 0x21 || ch > 0x7e)
       return absl::InvalidArgumentError(
           "TUPA_TOKEN: contains a space, control or non-ASCII character");
-  const std::pair<std::string, std::string*> tls[] = {
-      {parsed.Value("tls-ca", env.tls_ca), &c.tls_ca_pem},
-      {parsed.Value("tls-cert", env.tls_cert), &c.tls_cert_pem},
-      {parsed.Value("tls-key", env.tls_key), &c.tls_key_pem}};
-  for (const auto& [path, pem] : tls) {
+  const struct {
+    const char* flag;
+    const char* env_name;
+    const std::string& env_value;
+    std::string* pem;
+  } tls[] = {{"tls-ca", "TUPA_TLS_CA", env.tls_ca, &c.tls_ca_pem},
+             {"tls-cert", "TUPA_TLS_CERT", env.tls_cert, &c.tls_cert_pem},
+             {"tls-key", "TUPA_TLS_KEY", env.tls_key, &c.tls_key_pem}};
+  for (const auto& t : tls) {
+    const bool from_flag = parsed.Has(t.flag);
+    const std::string path = from_flag ? parsed.Value(t.flag) : t.env_value;
     if (path.empty()) continue;
-    ASSIGN_OR_RETURN(*pem, ReadTextFile(path));
+    ASSIGN_OR_RETURN(*t.pem,
+                     ReadPemFile(path, from_flag ? absl::StrCat("--", t.flag)
+                                                 : std::string(t.env_name)));
   }
   if (c.tls_cert_pem.empty() != c.tls_key_pem.empty())
     return absl::InvalidArgumentError(
@@ -183,8 +210,13 @@ absl::Status ResolveContext(const ParsedArgs& parsed, const CliEnvironment& env,
   return absl::OkStatus();
 }
 
+// An error without a message (gRPC gives none when protobuf refuses to
+// serialize a request) is still named, by its status code.
 int Fail(std::ostream& err, const absl::Status& status) {
-  err << "tupa: " << status.message() << "\n";
+  err << "tupa: "
+      << (status.message().empty() ? absl::StatusCodeToString(status.code())
+                                   : std::string(status.message()))
+      << "\n";
   return ExitCodeFor(status);
 }
 

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -104,6 +105,7 @@ TEST(CliTest, BadSubmitInputExitsTwoNamingTheFieldAndSendsNothing) {
       {"unknown YAML field", {"-f", unknown_field}, "resources.gpu"},
       {"negative YAML gpus", {"-f", negative_gpus}, "resources.gpus"},
       {"missing file", {"-f", "/nonexistent/job.yaml"}, "-f"},
+      {"directory", {"-f", ::testing::TempDir()}, "is a directory"},
       {"missing flag value", {"--gpus"}, "--gpus"},
       {"bad output format", {"-o", "xml", "--", "echo"}, "-o"},
       {"bad timeout", {"--timeout", "soon", "--", "echo"}, "--timeout"},
@@ -146,6 +148,61 @@ TEST(CliTest, BadArgumentsToOtherCommandsExitTwo) {
     EXPECT_EQ(r.code, kExitUsage) << args[0] << ": " << r.err;
     EXPECT_TRUE(absl::StartsWith(r.err, "tupa: ")) << r.err;
   }
+  EXPECT_FALSE(scheduler.Connected());
+}
+
+// protobuf refuses to serialize such a request: it used to fail with an
+// empty message after connecting.
+TEST(CliTest, TextThatIsNotUtf8ExitsTwoNamingTheFlagAndSendsNothing) {
+  const std::string bad = "bad\xffutf8";
+  const BadInput cases[] = {
+      {"cancel reason", {"cancel", "2", "--reason", bad}, "--reason: "},
+      {"list user", {"list", "--user", bad}, "--user: "},
+      {"list team", {"list", "--team", bad}, "--team: "},
+      {"drain worker", {"drain", bad}, "WORKER: "},
+      {"token user",
+       {"admin", "token", "create", "--user", bad, "--team", "t"},
+       "--user: "},
+      {"token team",
+       {"admin", "token", "create", "--user", "u", "--team", bad},
+       "--team: "},
+  };
+  Listener scheduler;
+  for (const BadInput& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.push_back("--scheduler=" + scheduler.address());
+    const Result r = RunTupa(args);
+    EXPECT_EQ(r.code, kExitUsage) << c.what << ": " << r.err;
+    EXPECT_EQ(r.err, absl::StrCat("tupa: ", c.field, "is not valid UTF-8\n"))
+        << c.what;
+  }
+  EXPECT_FALSE(scheduler.Connected()) << "bad text reached the scheduler";
+}
+
+TEST(CliTest, TlsFilesThatAreNotPemExitTwoNamingTheFlag) {
+  const std::string text = WriteFile("cli_test_not_pem.txt", "myhost\n");
+  const BadInput cases[] = {
+      {"not PEM", {"--tls-ca", text}, "--tls-ca: "},
+      {"missing", {"--tls-ca", "/nonexistent/ca.pem"}, "--tls-ca: "},
+      {"directory", {"--tls-cert", ::testing::TempDir()}, "--tls-cert: "},
+  };
+  Listener scheduler;
+  for (const BadInput& c : cases) {
+    std::vector<std::string> args = {"list", "--scheduler",
+                                     scheduler.address()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Result r = RunTupa(args);
+    EXPECT_EQ(r.code, kExitUsage) << c.what << ": " << r.err;
+    EXPECT_TRUE(absl::StartsWith(r.err, absl::StrCat("tupa: ", c.field)))
+        << c.what << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  std::ostringstream out, err;
+  CliEnvironment env;
+  env.scheduler = scheduler.address();
+  env.tls_ca = text;
+  EXPECT_EQ(RunCli({"list"}, env, out, err), kExitUsage);
+  EXPECT_TRUE(absl::StartsWith(err.str(), "tupa: TUPA_TLS_CA: ")) << err.str();
   EXPECT_FALSE(scheduler.Connected());
 }
 
@@ -201,6 +258,25 @@ TEST(CliTest, UnreachableSchedulerExitsFive) {
   const Result r = RunTupa({"list", "--scheduler", closed, "--timeout", "2s"});
   EXPECT_EQ(r.code, kExitUnreachable) << r.err;
   EXPECT_NE(r.err.find(closed), std::string::npos) << r.err;
+}
+
+// Running out of --timeout while the scheduler cannot be reached is not a
+// job that is still running.
+TEST(CliTest, WaitTimingOutOnAnUnreachableSchedulerExitsFive) {
+  std::string closed;
+  {
+    Listener l;
+    closed = l.address();
+  }
+  const Result refused =
+      RunTupa({"wait", "1", "--scheduler", closed, "--timeout", "1s"});
+  EXPECT_EQ(refused.code, kExitUnreachable) << refused.err;
+  EXPECT_NE(refused.err.find(closed), std::string::npos) << refused.err;
+  Listener silent;  // accepts the connection, never answers
+  const Result hung = RunTupa(
+      {"wait", "1", "--scheduler", silent.address(), "--timeout", "1s"});
+  EXPECT_EQ(hung.code, kExitUnreachable) << hung.err;
+  EXPECT_EQ(hung.err.find("timed out"), std::string::npos) << hung.err;
 }
 
 // The probe behind the "sends nothing" checks above does see a real call.

@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/worker_format.h"
+#include "common/job_spec.h"
 #include "common/status_macros.h"
 
 namespace tupa::client {
@@ -35,6 +36,7 @@ absl::Status RunWorkers(CommandContext& context, const ParsedArgs& args) {
 absl::Status RunDrain(CommandContext& context, const ParsedArgs& args) {
   v1::DrainWorkerRequest request;
   ASSIGN_OR_RETURN(*request.mutable_worker_id(), OnePositional(args, "WORKER"));
+  RETURN_IF_ERROR(ValidateText(request.worker_id(), "WORKER"));
   Connection connection(context.connection);
   v1::Worker worker;
   RETURN_IF_ERROR(connection.Call([&](grpc::ClientContext* call) {

@@ -78,6 +78,10 @@ absl::Status Connection::Call(
   }
 }
 
+bool Connection::Connected() const {
+  return channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;
+}
+
 absl::Status Connection::Convert(const grpc::Status& status) const {
   const absl::Status converted = FromGrpcStatus(status);
   if (!IsRetryable(status.error_code())) return converted;

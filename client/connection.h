@@ -57,6 +57,11 @@ class Connection {
   absl::Status Call(
       const std::function<grpc::Status(grpc::ClientContext*)>& rpc);
 
+  // True while the channel is connected to the scheduler: a call that ended
+  // DEADLINE_EXCEEDED then ran out of its own time, it was not kept from
+  // reaching the scheduler.
+  bool Connected() const;
+
   // Converts a finished call's status, naming the target for transport
   // errors (UNAVAILABLE, DEADLINE_EXCEEDED).
   absl::Status Convert(const grpc::Status& status) const;

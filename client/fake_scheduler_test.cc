@@ -29,6 +29,8 @@ constexpr int64_t kSucceeds = 1;
 constexpr int64_t kFails = 2;
 constexpr int64_t kNeverEnds = 3;
 constexpr int64_t kPriced = 6;
+constexpr int64_t kHostile = 7;  // its message holds terminal escapes
+constexpr char kHostileMessage[] = "l1\nl2\t\x1b[31mRED";
 constexpr int64_t kForbidden = 403;
 constexpr int64_t kMissing = 404;
 
@@ -79,6 +81,7 @@ class FakeJobs final : public v1::JobService::Service {
     p->set_worker_id("worker-7");
     p->add_device_indexes(0);
     p->add_device_indexes(1);
+    if (request->id() == kHostile) job->set_message(kHostileMessage);
     if (request->id() == kPriced) {
       job->set_gpu_seconds(7200);
       job->set_cost("5.805");
@@ -109,10 +112,11 @@ class FakeJobs final : public v1::JobService::Service {
     writer->Write(MakeJob(request->id(), v1::JOB_STATE_RUNNING));
     if (request->id() == kSucceeds) {
       writer->Write(MakeJob(request->id(), v1::JOB_STATE_SUCCEEDED));
-    } else if (request->id() == kFails) {
+    } else if (request->id() == kFails || request->id() == kHostile) {
       v1::Job job = MakeJob(request->id(), v1::JOB_STATE_FAILED);
       job.set_exit_code(3);
-      job.set_message("rank 1 exited with 3");
+      job.set_message(request->id() == kFails ? "rank 1 exited with 3"
+                                              : kHostileMessage);
       writer->Write(job);
     } else {
       while (!context->IsCancelled())
@@ -120,7 +124,8 @@ class FakeJobs final : public v1::JobService::Service {
     }
     return Status::OK;
   }
-  Status StreamLogs(ServerContext*, const v1::StreamLogsRequest* request,
+  Status StreamLogs(ServerContext* context,
+                    const v1::StreamLogsRequest* request,
                     grpc::ServerWriter<v1::LogChunk>* writer) override {
     if (Status s = CheckId(request->id()); !s.ok()) return s;
     auto chunk = [&](int rank, const std::string& data) {
@@ -135,6 +140,10 @@ class FakeJobs final : public v1::JobService::Service {
     chunk(1, "RANK=1\nWORLD");
     chunk(0, "0\n");
     chunk(1, "_SIZE=2");
+    if (request->follow() && request->id() == kNeverEnds) {
+      while (!context->IsCancelled())
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     return Status::OK;
   }
 
@@ -223,6 +232,8 @@ class FakeCluster final : public v1::ClusterService::Service {
   }
   Status DrainWorker(ServerContext*, const v1::DrainWorkerRequest* request,
                      v1::Worker* worker) override {
+    if (request->worker_id() == "silent")  // an error without a message
+      return Status(StatusCode::INTERNAL, "");
     if (request->worker_id() != "worker-1")
       return Status(StatusCode::NOT_FOUND, "no such worker");
     worker->set_id("worker-1");
@@ -398,6 +409,30 @@ TEST_F(FakeSchedulerTest, LogsPrefixEachRanksLinesWhenShowingAllRanks) {
             "[rank 1] WORLD_SIZE=2\n");
   const Result raw = Tupa({"logs", "--no-prefix", "5"});
   EXPECT_EQ(raw.out, "RANK=RANK=1\nWORLD0\n_SIZE=2");
+}
+
+TEST_F(FakeSchedulerTest, FollowEndedByTheUsersTimeoutExitsZeroSayingSo) {
+  const Result r = Tupa({"logs", "-f", "3", "--timeout", "1s"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("[rank 0] RANK=0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "tupa: stopped following job 3 after 1s (--timeout)\n");
+}
+
+TEST_F(FakeSchedulerTest, JobMessagesReachTheTerminalEscaped) {
+  const Result get = Tupa({"get", "7"});
+  EXPECT_EQ(get.code, kExitOk) << get.err;
+  EXPECT_NE(get.out.find("l1\\nl2\\t\\x1b[31mRED\n"), std::string::npos)
+      << get.out;
+  const Result wait = Tupa({"wait", "7"});
+  EXPECT_EQ(wait.code, kExitFailed);
+  EXPECT_EQ(wait.err,
+            "tupa: job 7 FAILED (exit code 3): l1\\nl2\\t\\x1b[31mRED\n");
+}
+
+TEST_F(FakeSchedulerTest, AnErrorWithoutAMessageIsNamedByItsCode) {
+  const Result r = Tupa({"drain", "silent"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_EQ(r.err, "tupa: INTERNAL\n");
 }
 
 TEST_F(FakeSchedulerTest, WorkersTableAndDrain) {

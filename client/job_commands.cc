@@ -6,6 +6,8 @@
 #include "client/commands.h"
 #include "client/exit_codes.h"
 #include "client/job_format.h"
+#include "client/output.h"
+#include "common/job_spec.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
 
@@ -28,7 +30,8 @@ absl::Status WaitResult(CommandContext& context, const v1::Job& job) {
       absl::StrCat("job ", job.id(), " ", JobStateName(job.state()));
   if (job.state() == v1::JOB_STATE_FAILED)
     absl::StrAppend(&message, " (exit code ", job.exit_code(), ")");
-  if (!job.message().empty()) absl::StrAppend(&message, ": ", job.message());
+  if (!job.message().empty())
+    absl::StrAppend(&message, ": ", EscapeControl(job.message()));
   return OperationFailedError(message);
 }
 
@@ -43,6 +46,8 @@ absl::Status RunCancel(CommandContext& context, const ParsedArgs& args) {
   v1::CancelJobRequest request;
   ASSIGN_OR_RETURN(int64_t id, ParseJobId(word));
   request.set_id(id);
+  // Checked here: protobuf would refuse to serialize it, with no message.
+  RETURN_IF_ERROR(ValidateText(args.Value("reason"), "--reason"));
   request.set_reason(args.Value("reason"));
   Connection connection(context.connection);
   v1::Job job;
@@ -61,7 +66,8 @@ absl::Status RunCancel(CommandContext& context, const ParsedArgs& args) {
 // Follows WatchJob until the job is terminal. A broken stream is reopened
 // (the scheduler may restart) while the scheduler has been unreachable for
 // less than the retry window; --timeout bounds the whole wait (default:
-// no limit).
+// no limit). A wait that runs out of time while the scheduler is
+// unreachable reports that (exit 5), not a timeout (exit 1).
 absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
   ASSIGN_OR_RETURN(std::string word, OnePositional(args, "JOB"));
   v1::GetJobRequest request;
@@ -75,6 +81,7 @@ absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
   v1::Job last;
   bool seen = false;
   absl::Time unreachable_since = absl::InfiniteFuture();
+  grpc::Status unreachable_status;  // the last UNAVAILABLE
   absl::Duration backoff = absl::ZeroDuration();
   while (true) {
     std::unique_ptr<grpc::ClientContext> call = connection.NewContext(
@@ -96,7 +103,17 @@ absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
     }
     const grpc::Status status = reader->Finish();
     const absl::Time now = absl::Now();
+    if (IsRetryable(status.error_code())) {
+      unreachable_since = std::min(unreachable_since, now);
+      unreachable_status = status;
+    }
     if (now >= deadline) {
+      // Out of time while the scheduler could not be reached (no state
+      // since it last failed, or none at all): that is the news, not the
+      // job's state.
+      if (unreachable_since != absl::InfiniteFuture())
+        return connection.Convert(unreachable_status);
+      if (!seen && !status.ok()) return connection.Convert(status);
       return OperationFailedError(absl::StrCat(
           "timed out after ", HumanDuration(now - start), " waiting for job ",
           id,
@@ -105,11 +122,8 @@ absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
     }
     if (!status.ok() && !IsRetryable(status.error_code()))
       return connection.Convert(status);
-    if (!status.ok()) {
-      unreachable_since = std::min(unreachable_since, now);
-      if (now - unreachable_since >= context.connection.retry_for)
-        return connection.Convert(status);
-    }
+    if (!status.ok() && now - unreachable_since >= context.connection.retry_for)
+      return connection.Convert(status);
     // The stream ended without a terminal state (scheduler restart or a
     // clean close): back off and watch again.
     backoff = NextBackoff(backoff);

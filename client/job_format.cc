@@ -236,9 +236,10 @@ std::string RenderJobDetails(const v1::Job& job, absl::Time now) {
   size_t width = 0;
   for (const auto& [k, v] : kv) width = std::max(width, k.size());
   std::string out;
+  // Values carry other users' text (message, command, env): one line each.
   for (const auto& [k, v] : kv)
-    absl::StrAppend(&out, k, ":", std::string(width - k.size() + 2, ' '), v,
-                    "\n");
+    absl::StrAppend(&out, k, ":", std::string(width - k.size() + 2, ' '),
+                    EscapeControl(v), "\n");
   if (job.placements_size() > 0) {
     absl::StrAppend(&out, "placements:\n");
     Table table({"  NODE", "WORKER", "DEVICES"});

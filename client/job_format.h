@@ -45,7 +45,7 @@ std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now);
 
 // The `get` block: one "key: value" line per field, placements and
 // progress included; pending_reason, gpu_hours and cost when the scheduler
-// sent them.
+// sent them. Control characters in values are escaped (EscapeControl).
 std::string RenderJobDetails(const v1::Job& job, absl::Time now);
 
 }  // namespace tupa::client

@@ -92,6 +92,35 @@ TEST(JobFormatTest, JobsTableIsAligned) {
             "1.00 USD            rank 0 exited with code 1\n");
 }
 
+TEST(JobFormatTest, OtherUsersTextCannotReachTheTerminalRaw) {
+  v1::Job job;
+  job.set_id(2);
+  job.set_state(v1::JOB_STATE_CANCELLED);
+  job.set_message("l1\nl2\t\x1b[31mRED");
+  job.mutable_spec()->add_command("echo");
+  job.mutable_spec()->add_command("\x1b]0;title\x07");
+  (*job.mutable_spec()->mutable_env())["A"] = "x\ry";
+  for (const std::string& text :
+       {RenderJobsTable({job}, kNow), RenderJobDetails(job, kNow)}) {
+    for (const char c : text)
+      EXPECT_TRUE(c == '\n' ||
+                  (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f))
+          << "control byte " << static_cast<int>(c) << " in:\n"
+          << text;
+  }
+  EXPECT_NE(RenderJobsTable({job}, kNow).find("l1 l2\\t\\x1b[31mRED"),
+            std::string::npos);
+  const std::string details = RenderJobDetails(job, kNow);
+  EXPECT_NE(details.find("message:    l1\\nl2\\t\\x1b[31mRED\n"),
+            std::string::npos)
+      << details;
+  EXPECT_NE(details.find("command:    echo \\x1b]0;title\\x07\n"),
+            std::string::npos)
+      << details;
+  EXPECT_NE(details.find("env:        A=x\\ry\n"), std::string::npos)
+      << details;
+}
+
 TEST(JobFormatTest, DetailsShowUsageCostAndPendingReason) {
   v1::Job job;
   job.set_id(4);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/job_format.h"
+#include "common/job_spec.h"
 #include "common/status_macros.h"
 
 namespace tupa::client {
@@ -39,6 +40,8 @@ absl::Status RunList(CommandContext& context, const ParsedArgs& args) {
     ASSIGN_OR_RETURN(std::vector<v1::JobState> states, ParseJobStates(text));
     for (v1::JobState s : states) request.add_states(s);
   }
+  RETURN_IF_ERROR(ValidateText(args.Value("user"), "--user"));
+  RETURN_IF_ERROR(ValidateText(args.Value("team"), "--team"));
   request.set_user(args.Value("user"));
   request.set_team(args.Value("team"));
   if (args.Has("limit")) {

@@ -4,6 +4,7 @@
 #include "client/commands.h"
 #include "client/job_format.h"
 #include "client/log_printer.h"
+#include "common/quantity.h"
 #include "common/status_macros.h"
 
 namespace tupa::client {
@@ -23,7 +24,11 @@ absl::StatusOr<int32_t> IntFlag(const ParsedArgs& args, absl::string_view flag,
 }  // namespace
 
 void AddLogsFlags(FlagSet& flags) {
-  flags.AddBool("follow", "keep printing until the job ends", "f")
+  flags
+      .AddBool("follow",
+               "keep printing until the job ends, or until --timeout D "
+               "passes (then stop, exit 0)",
+               "f")
       .AddValue("rank", "R", "only this rank (default: all, prefixed)")
       .AddValue("attempt", "A", "this attempt (default: the current one)")
       .AddBool("no-prefix", "do not prefix lines with [rank R]");
@@ -55,9 +60,23 @@ absl::Status RunLogs(CommandContext& context, const ParsedArgs& args) {
   LogPrinter printer(*context.out,
                      request.rank() < 0 && !args.Bool("no-prefix"));
   v1::LogChunk chunk;
-  while (reader->Read(&chunk)) printer.Write(chunk);
+  bool reached = false;
+  while (reader->Read(&chunk)) {
+    reached = true;
+    printer.Write(chunk);
+  }
   printer.Finish();
-  return connection.Convert(reader->Finish());
+  const grpc::Status status = reader->Finish();
+  // The user's own --timeout ending a follow is the expected way out, not a
+  // transport failure; a scheduler never reached still is one.
+  if (request.follow() && context.timeout_flag.has_value() &&
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      (reached || connection.Connected())) {
+    *context.err << "tupa: stopped following job " << id << " after "
+                 << HumanDuration(*context.timeout_flag) << " (--timeout)\n";
+    return absl::OkStatus();
+  }
+  return connection.Convert(status);
 }
 
 }  // namespace tupa::client

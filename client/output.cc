@@ -35,6 +35,7 @@ Table::Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
 
 void Table::AddRow(std::vector<std::string> cells) {
   cells.resize(std::max(cells.size(), headers_.size()));
+  for (std::string& cell : cells) cell = EscapeControl(cell);
   rows_.push_back(std::move(cells));
 }
 
@@ -104,8 +105,29 @@ std::string FormatCount(double value) {
   return s;
 }
 
+std::string EscapeControl(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", u);
+    }
+  }
+  return out;
+}
+
 std::string Truncate(absl::string_view text, size_t max_chars) {
-  std::string s = absl::StrReplaceAll(text, {{"\r\n", " "}, {"\n", " "}});
+  std::string s =
+      EscapeControl(absl::StrReplaceAll(text, {{"\r\n", " "}, {"\n", " "}}));
   if (s.size() <= max_chars) return s;
   if (max_chars <= 3) return s.substr(0, max_chars);
   return absl::StrCat(s.substr(0, max_chars - 3), "...");

@@ -22,7 +22,8 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text);
 
 // A table with a header row. Columns are left-aligned and separated by two
 // spaces; the last column is not padded. Rows shorter than the header are
-// padded with empty cells.
+// padded with empty cells. Control characters in cells are escaped
+// (EscapeControl), so one row is one line whatever the cells hold.
 class Table {
  public:
   explicit Table(std::vector<std::string> headers);
@@ -52,8 +53,14 @@ std::string FormatUtc(absl::Time t);
 // "2", "0.5", "1.25": a GPU count without trailing zeros.
 std::string FormatCount(double value);
 
+// `text` safe to print to a terminal on one line: each C0 control
+// character and DEL becomes visible text ("\n", "\r", "\t", else "\x1b"
+// style), so text from other users cannot move the cursor, recolour or
+// forge lines. Other bytes, UTF-8 included, are kept.
+std::string EscapeControl(absl::string_view text);
+
 // Cuts `text` to `max_chars`, ending with "..." when cut; newlines become
-// spaces.
+// spaces and other control characters are escaped (EscapeControl) first.
 std::string Truncate(absl::string_view text, size_t max_chars);
 
 // Strips `prefix` from an enum value name: ("JOB_STATE_RUNNING",

@@ -74,6 +74,22 @@ TEST(HumanTest, TruncateCutsWithEllipsisAndFlattensNewlines) {
   EXPECT_EQ(Truncate("a\nb", 10), "a b");
 }
 
+TEST(EscapeTest, ControlCharactersBecomeVisibleTextAndUtf8IsKept) {
+  EXPECT_EQ(EscapeControl("l1\nl2\t\x1b[31mRED\r\x7f\x01"),
+            "l1\\nl2\\t\\x1b[31mRED\\r\\x7f\\x01");
+  EXPECT_EQ(EscapeControl("caf\xc3\xa9 \xe2\x82\xac"),
+            "caf\xc3\xa9 \xe2\x82\xac");
+}
+
+TEST(EscapeTest, TruncateAndTableCellsCarryNoControlCharacters) {
+  EXPECT_EQ(Truncate("l1\nl2\t\x1b[31mRED", 40), "l1 l2\\t\\x1b[31mRED");
+  Table table({"A", "B"});
+  table.AddRow({"x\x1b[2J", "y\nSUCCEEDED"});
+  EXPECT_EQ(table.Render(),
+            "A         B\n"
+            "x\\x1b[2J  y\\nSUCCEEDED\n");
+}
+
 TEST(OutputFormatTest, AcceptsTableAndJsonOnly) {
   EXPECT_EQ(*ParseOutputFormat("json"), OutputFormat::kJson);
   EXPECT_EQ(*ParseOutputFormat("table"), OutputFormat::kTable);

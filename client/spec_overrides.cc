@@ -3,9 +3,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -35,7 +37,6 @@ constexpr std::pair<absl::string_view, absl::string_view> kFieldFlags[] = {
     {"max_cost", "max-cost"},
     {"start_window", "start-window"},
     {"deadline", "deadline"},
-    {"env", "env"},
     {"launch", "launch"},
 };
 
@@ -66,6 +67,12 @@ absl::StatusOr<std::string> ReadSpecFile(const std::string& path) {
   if (path == "-") {
     text << std::cin.rdbuf();
     return text.str();
+  }
+  // A directory opens, then reads as nothing: "spec: is empty".
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-f: \"", path, "\" is a directory, not a spec file"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -115,6 +122,9 @@ absl::Status ApplyResourceFlags(const ParsedArgs& args, v1::Resources& r) {
 
 absl::Status ApplyEnvFlags(const ParsedArgs& args, v1::JobSpec& spec) {
   for (const std::string& kv : args.Values("env")) {
+    // Checked here, as "env" errors from validation name the flag only for
+    // a key it set (NameFlag), and a key that is not UTF-8 is not named.
+    RETURN_IF_ERROR(ValidateText(kv, "--env"));
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       return FlagError("env", absl::StrCat("expected K=V, got \"", kv, "\""));
@@ -124,9 +134,17 @@ absl::Status ApplyEnvFlags(const ParsedArgs& args, v1::JobSpec& spec) {
 }
 
 // Rewrites "resources.gpus: ..." as "--gpus (resources.gpus): ..." when the
-// user set that field with a flag.
+// user set that field with a flag. --env merges into the file's variables,
+// so "env.K: ..." names it only when --env set K.
 absl::Status NameFlag(const ParsedArgs& args, const absl::Status& status) {
   const absl::string_view message = status.message();
+  for (const std::string& kv : args.Values("env")) {
+    const std::string field = absl::StrCat("env.", kv.substr(0, kv.find('=')));
+    if (absl::StartsWith(message, absl::StrCat(field, ":"))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--env (", field, ")", message.substr(field.size())));
+    }
+  }
   for (const auto& [field, flag] : kFieldFlags) {
     if (args.Has(flag) && absl::StartsWith(message, field) &&
         message.size() > field.size() &&

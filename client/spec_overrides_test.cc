@@ -133,6 +133,34 @@ TEST_F(SpecOverridesTest, FileErrorsNameTheFieldAndTheFile) {
   EXPECT_NE(spec.status().message().find(path_), std::string::npos);
 }
 
+TEST_F(SpecOverridesTest, EnvErrorsNameTheFlagOnlyForAKeyItSet) {
+  std::ofstream(path_) << "command: [x]\nenv: {\"1X\": a}\n";
+  auto from_file = Build({"-f", path_, "--env", "B=1"});
+  ASSERT_FALSE(from_file.ok());
+  EXPECT_TRUE(absl::StartsWith(from_file.status().message(),
+                               "env.1X: is not a valid variable name"))
+      << from_file.status();
+  std::ofstream(path_) << "command: [x]\nenv: {A: a}\n";
+  auto from_flag = Build({"-f", path_, "--env", "B=1", "--env", "2Y=1"});
+  ASSERT_FALSE(from_flag.ok());
+  EXPECT_TRUE(absl::StartsWith(from_flag.status().message(),
+                               "--env (env.2Y): is not a valid variable name"))
+      << from_flag.status();
+  auto not_utf8 = Build({"--env", "B=\xff", "--", "x"});
+  ASSERT_FALSE(not_utf8.ok());
+  EXPECT_EQ(not_utf8.status().message(), "--env: is not valid UTF-8");
+}
+
+TEST_F(SpecOverridesTest, ADirectoryIsNotASpecFile) {
+  auto spec = Build({"-f", ::testing::TempDir()});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(spec.status().message(), "-f: "))
+      << spec.status();
+  EXPECT_NE(spec.status().message().find("is a directory"), std::string::npos)
+      << spec.status();
+}
+
 TEST_F(SpecOverridesTest, NoCommandAndNoTrainIsAnError) {
   auto spec = Build({"--gpus", "1"});
   ASSERT_FALSE(spec.ok());

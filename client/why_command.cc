@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/job_format.h"
+#include "client/output.h"
 #include "common/status_macros.h"
 
 namespace tupa::client {
@@ -11,11 +12,12 @@ namespace tupa::client {
 // "job 42 is PENDING: NO_FIT_NOW — needs 4 GPUs of type A100 on 1 node; no
 // worker has that free now; 3 jobs ahead; estimated start in 12m".
 std::string FormatWhy(const v1::WhyJobResponse& why, absl::Time now) {
-  if (why.reason_code() == "NOT_PENDING")
-    return absl::StrCat(why.message(), "\n");
+  // The message quotes the spec (GPU types), which any user may write.
+  const std::string message = EscapeControl(why.message());
+  if (why.reason_code() == "NOT_PENDING") return absl::StrCat(message, "\n");
   std::string line =
       absl::StrCat("job ", why.job_id(), " is ", JobStateName(why.state()),
-                   ": ", why.reason_code(), " \u2014 ", why.message());
+                   ": ", EscapeControl(why.reason_code()), " \u2014 ", message);
   if (why.state() == v1::JOB_STATE_PENDING) {
     absl::StrAppend(&line, "; ", why.jobs_ahead(),
                     why.jobs_ahead() == 1 ? " job ahead" : " jobs ahead");

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -343,18 +344,6 @@ absl::StatusOr<v1::JobSpec> ParseRoot(const YAML::Node& root) {
   return spec;
 }
 
-// Text a process or a query will see: UTF-8 and no NUL (which would cut an
-// argument or an environment value short).
-absl::Status CheckText(absl::string_view text, const Path& path) {
-  // The check protobuf applies before it sends a string field.
-  if (!google::protobuf::internal::IsStructurallyValidUTF8(
-          text.data(), static_cast<int>(text.size())))
-    return FieldError(path, "is not valid UTF-8");
-  if (text.find('\0') != absl::string_view::npos)
-    return FieldError(path, "contains a NUL byte");
-  return absl::OkStatus();
-}
-
 // 1970-01-01 and 9999-12-31T23:59:59Z: what timestamps and JSON carry.
 constexpr int64_t kMinDeadlineS = 0;
 constexpr int64_t kMaxDeadlineS = 253402300799;
@@ -365,13 +354,13 @@ constexpr size_t kMaxEnvBytes = 32 << 10;
 constexpr size_t kMaxSpecBytes = 96 << 10;
 
 absl::Status CheckSpecText(const v1::JobSpec& spec) {
-  RETURN_IF_ERROR(CheckText(spec.name(), "name"));
-  RETURN_IF_ERROR(CheckText(spec.team(), "team"));
-  RETURN_IF_ERROR(CheckText(spec.user(), "user"));
+  RETURN_IF_ERROR(ValidateText(spec.name(), "name"));
+  RETURN_IF_ERROR(ValidateText(spec.team(), "team"));
+  RETURN_IF_ERROR(ValidateText(spec.user(), "user"));
   size_t command_bytes = 0;
   for (int i = 0; i < spec.command_size(); ++i) {
     RETURN_IF_ERROR(
-        CheckText(spec.command(i), absl::StrCat("command[", i, "]")));
+        ValidateText(spec.command(i), absl::StrCat("command[", i, "]")));
     command_bytes += spec.command(i).size() + 1;
   }
   if (command_bytes > kMaxCommandBytes)
@@ -379,18 +368,18 @@ absl::Status CheckSpecText(const v1::JobSpec& spec) {
                       "longer than 32 KiB in all; keep scripts in files");
   size_t env_bytes = 0;
   for (const auto& [k, v] : spec.env()) {
-    RETURN_IF_ERROR(CheckText(k, "env"));
-    RETURN_IF_ERROR(CheckText(v, absl::StrCat("env.", k)));
+    RETURN_IF_ERROR(ValidateText(k, "env"));
+    RETURN_IF_ERROR(ValidateText(v, absl::StrCat("env.", k)));
     env_bytes += k.size() + v.size() + 2;
   }
   if (env_bytes > kMaxEnvBytes)
     return FieldError("env", "longer than 32 KiB in all");
   for (const auto& [k, v] : spec.resources().labels()) {
-    RETURN_IF_ERROR(CheckText(k, "resources.labels"));
-    RETURN_IF_ERROR(CheckText(v, absl::StrCat("resources.labels.", k)));
+    RETURN_IF_ERROR(ValidateText(k, "resources.labels"));
+    RETURN_IF_ERROR(ValidateText(v, absl::StrCat("resources.labels.", k)));
   }
   for (const auto& t : spec.resources().gpu_type())
-    RETURN_IF_ERROR(CheckText(t, "resources.gpu_type"));
+    RETURN_IF_ERROR(ValidateText(t, "resources.gpu_type"));
   if (spec.ByteSizeLong() > kMaxSpecBytes)
     return FieldError("spec", "larger than 96 KiB");
   return absl::OkStatus();
@@ -399,14 +388,27 @@ absl::Status CheckSpecText(const v1::JobSpec& spec) {
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(std::string(yaml));
+    documents = YAML::LoadAll(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec: bad YAML at line ", e.mark.line + 1, ": ", e.msg));
   }
-  if (!root || root.IsNull()) return FieldError("spec", "is empty");
+  // Empty documents (a stray leading or trailing "---") carry nothing; a
+  // second job in the same file would otherwise be dropped without a word.
+  YAML::Node root;
+  int count = 0;
+  for (const YAML::Node& document : documents) {
+    if (!document || document.IsNull()) continue;
+    if (++count == 1) root = document;
+  }
+  if (count > 1)
+    return FieldError("spec",
+                      absl::StrCat("holds ", count,
+                                   " YAML documents (separated by ---); give "
+                                   "one job per spec"));
+  if (count == 0) return FieldError("spec", "is empty");
   try {
     return ParseRoot(root);
   } catch (const YAML::Exception& e) {
@@ -576,6 +578,16 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       return FieldError("train.optimizer.schedule",
                         "must be constant or cosine");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateText(absl::string_view text, absl::string_view field) {
+  if (!google::protobuf::internal::IsStructurallyValidUTF8(
+          text.data(), static_cast<int>(text.size())))
+    return FieldError(std::string(field), "is not valid UTF-8");
+  // A NUL would cut an argument or an environment value short.
+  if (text.find('\0') != absl::string_view::npos)
+    return FieldError(std::string(field), "contains a NUL byte");
   return absl::OkStatus();
 }
 

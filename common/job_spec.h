@@ -23,7 +23,8 @@ inline constexpr int kMaxNodes = 4096;
 inline constexpr int64_t kMaxRuntimeS = 365LL * 24 * 3600;
 
 // Parses the YAML job spec of DESIGN §4. Unknown fields, wrong types and
-// bad quantities are errors naming the field. Does not apply defaults and
+// bad quantities are errors naming the field; text holding more than one
+// YAML document is an error naming "spec". Does not apply defaults and
 // does not validate ranges (see ValidateJobSpec).
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml);
 
@@ -36,6 +37,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 // A job's name or team: 1-63 letters, digits, '.', '_' or '-', starting
 // with a letter or digit. InvalidArgument naming `field` otherwise.
 absl::Status ValidateJobName(absl::string_view name, absl::string_view field);
+
+// Text that protobuf must serialize and a process or a query will see:
+// valid UTF-8 (the check protobuf applies before sending a string field)
+// and no NUL byte. InvalidArgument "FIELD: is not valid UTF-8" or "FIELD:
+// contains a NUL byte" otherwise; the text itself is not echoed.
+absl::Status ValidateText(absl::string_view text, absl::string_view field);
 
 // An idempotency key: 1-200 bytes of printable ASCII without spaces.
 // InvalidArgument naming `field` otherwise.

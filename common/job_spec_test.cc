@@ -50,6 +50,21 @@ TEST(ParseJobSpecYaml, CommandJobWithEnvAndLaunch) {
   EXPECT_EQ(spec->env().at("A"), "b");
 }
 
+TEST(ParseJobSpecYaml, MoreThanOneDocumentIsAnErrorNamingTheSpec) {
+  auto two = ParseJobSpecYaml("name: a\ncommand: [x]\n---\nname: b\n");
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(two.status().message().rfind("spec: holds 2 YAML documents", 0), 0u)
+      << two.status();
+  // A stray separator around the one document is not a second job.
+  auto one = ParseJobSpecYaml("---\nname: a\ncommand: [x]\n---\n");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->name(), "a");
+  auto none = ParseJobSpecYaml("---\n---\n");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "spec: is empty");
+}
+
 struct BadCase {
   const char* yaml;
   const char* field;  // the message must start with this
@@ -154,6 +169,16 @@ TEST(ValidateJobSpec, RefusesInvalidUtf8AndOversizedText) {
   EXPECT_TRUE(ValidateJobSpec(fine).ok());
   spec.set_launch(static_cast<v1::LaunchMode>(7));
   check(spec, "launch");
+}
+
+TEST(ValidateText, RefusesInvalidUtf8AndNulWithoutEchoingTheText) {
+  EXPECT_TRUE(ValidateText("caf\xc3\xa9 \xe2\x82\xac", "--reason").ok());
+  EXPECT_TRUE(ValidateText("", "--reason").ok());
+  const absl::Status bad = ValidateText("bad\xffutf8", "--reason");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "--reason: is not valid UTF-8");
+  const absl::Status nul = ValidateText(std::string("a\0b", 3), "WORKER");
+  EXPECT_EQ(nul.message(), "WORKER: contains a NUL byte");
 }
 
 TEST(ValidateIdempotencyKey, PrintableAsciiOnly) {
