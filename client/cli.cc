@@ -49,7 +49,8 @@ const Command kCommands[] = {
      absl::Seconds(60)},
     {"workers", "tupa workers [--all]", "list workers", AddWorkersFlags,
      RunWorkers, absl::ZeroDuration()},
-    {"drain", "tupa drain WORKER", "stop placing new work on a worker", NoFlags,
+    {"drain", "tupa drain WORKER [--undo]",
+     "stop placing new work on a worker (--undo: start again)", AddDrainFlags,
      RunDrain, absl::ZeroDuration()},
     {"cost",
      "tupa cost [--by team|user|gpu-type|region|day|job] [--since WHEN] "

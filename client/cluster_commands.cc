@@ -11,6 +11,12 @@ void AddWorkersFlags(FlagSet& flags) {
   flags.AddBool("all", "include lost and offline workers");
 }
 
+void AddDrainFlags(FlagSet& flags) {
+  flags.AddBool("undo",
+                "take a drained worker back into service (a drain otherwise "
+                "lasts across worker restarts and losses)");
+}
+
 absl::Status RunWorkers(CommandContext& context, const ParsedArgs& args) {
   if (!args.positional().empty()) {
     return absl::InvalidArgumentError(
@@ -37,6 +43,7 @@ absl::Status RunDrain(CommandContext& context, const ParsedArgs& args) {
   v1::DrainWorkerRequest request;
   ASSIGN_OR_RETURN(*request.mutable_worker_id(), OnePositional(args, "WORKER"));
   RETURN_IF_ERROR(ValidateText(request.worker_id(), "WORKER"));
+  request.set_undo(args.Bool("undo"));
   Connection connection(context.connection);
   v1::Worker worker;
   RETURN_IF_ERROR(connection.Call([&](grpc::ClientContext* call) {

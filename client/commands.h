@@ -45,6 +45,7 @@ absl::Status RunLogs(CommandContext& context, const ParsedArgs& args);
 
 void AddWorkersFlags(FlagSet& flags);
 absl::Status RunWorkers(CommandContext& context, const ParsedArgs& args);
+void AddDrainFlags(FlagSet& flags);
 absl::Status RunDrain(CommandContext& context, const ParsedArgs& args);
 
 // `cost` and `estimate`. A scheduler without the money API (UNIMPLEMENTED)

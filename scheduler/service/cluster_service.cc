@@ -26,7 +26,7 @@ grpc::Status ClusterServiceImpl::DrainWorker(grpc::ServerContext* ctx,
         PermissionDenied(*caller, "draining a worker needs an admin"));
   if (auto s = ValidateDrainWorkerRequest(*req); !s.ok())
     return ToGrpcStatus(s);
-  auto w = core_->DrainWorker(req->worker_id());
+  auto w = core_->DrainWorker(req->worker_id(), req->undo());
   if (!w.ok()) return ToGrpcStatus(w.status());
   *resp = std::move(*w);
   return grpc::Status::OK;

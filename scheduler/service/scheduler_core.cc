@@ -64,6 +64,7 @@ absl::Status SchedulerCore::Start() {
     for (v1::Worker& w : workers) {
       WorkerEntry entry;
       entry.last_seen = now;
+      entry.drain_requested = w.drain_requested();
       SetWorkerInfo(entry, std::move(w));
       if (entry.info.devices_size() > 0)
         entry.gpu_type = entry.info.devices(0).gpu_type();

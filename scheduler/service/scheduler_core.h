@@ -91,7 +91,9 @@ class SchedulerCore {
   // FailedPrecondition when the job already ended.
   absl::StatusOr<v1::Job> CancelJob(int64_t id, const std::string& reason);
   std::vector<v1::Worker> ListWorkers(bool include_offline);
-  absl::StatusOr<v1::Worker> DrainWorker(const std::string& id);
+  // Drains a worker that is up, or (`undo`) takes any known worker back
+  // into service. Both are stored before they are answered.
+  absl::StatusOr<v1::Worker> DrainWorker(const std::string& id, bool undo);
 
   // A worker's stream opened with `hello`. Replaces an older session of the
   // same worker; reconciles what the worker says it runs.

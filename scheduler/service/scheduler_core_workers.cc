@@ -491,21 +491,29 @@ std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
   return out;
 }
 
-absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id) {
+absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id,
+                                                      bool undo) {
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(id);
   if (it == workers_.end())
     return absl::NotFoundError(absl::StrCat("worker ", id, " not found"));
-  if (it->second.info.state() != v1::WORKER_STATE_UP &&
-      it->second.info.state() != v1::WORKER_STATE_DRAINING)
+  WorkerEntry& w = it->second;
+  const auto state = w.info.state();
+  if (!undo && state != v1::WORKER_STATE_UP &&
+      state != v1::WORKER_STATE_DRAINING)
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", id, " is not up"));
-  absl::Status s = store_->SetWorkerState(id, v1::WORKER_STATE_DRAINING);
+  absl::Status s = store_->SetWorkerDrain(id, !undo);
   if (!s.ok()) return s;
-  it->second.info.set_state(v1::WORKER_STATE_DRAINING);
-  it->second.drain_requested = true;
+  w.drain_requested = !undo;
+  if (!undo && state == v1::WORKER_STATE_UP)
+    w.info.set_state(v1::WORKER_STATE_DRAINING);
+  if (undo && state == v1::WORKER_STATE_DRAINING) {
+    w.info.set_state(v1::WORKER_STATE_UP);
+    wake_ = true;  // its free devices are open to the queue again
+  }
   Changed();
-  return WorkerView(it->second);
+  return WorkerView(w);
 }
 
 }  // namespace tupa::scheduler

@@ -505,14 +505,32 @@ absl::Status JobStore::SetWorkerState(const std::string& id,
       .status();
 }
 
+absl::Status JobStore::SetWorkerDrain(const std::string& id, bool drained) {
+  return RunTx<bool>(
+             Acquire(),
+             [&](pqxx::work& w) -> absl::StatusOr<bool> {
+               pqxx::result r = w.exec_params(
+                   "UPDATE workers SET drain_requested = $2, state = CASE "
+                   "WHEN $2 AND state = 'UP' THEN 'DRAINING' "
+                   "WHEN NOT $2 AND state = 'DRAINING' THEN 'UP' "
+                   "ELSE state END WHERE id = $1",
+                   id, drained);
+               if (r.affected_rows() == 0)
+                 return absl::NotFoundError(
+                     absl::StrCat("worker ", id, " not found"));
+               return true;
+             })
+      .status();
+}
+
 absl::StatusOr<std::vector<v1::Worker>> JobStore::ListWorkers() {
   return RunTx<std::vector<v1::Worker>>(
       Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<v1::Worker>> {
         pqxx::result r = w.exec(
             "SELECT id, region, instance_id, jsonb_build_object('labels', "
             "labels, 'devices', devices)::text, cpu, memory_bytes, address, "
-            "state, (extract(epoch FROM last_seen) * 1000)::bigint, offering "
-            "FROM workers ORDER BY id");
+            "state, (extract(epoch FROM last_seen) * 1000)::bigint, offering, "
+            "drain_requested FROM workers ORDER BY id");
         std::vector<v1::Worker> out;
         for (const auto& row : r) {
           v1::Worker wk;
@@ -526,6 +544,7 @@ absl::StatusOr<std::vector<v1::Worker>> JobStore::ListWorkers() {
           wk.set_state(WorkerStateFromName(row[7].c_str()));
           *wk.mutable_last_seen() = FromMillis(row[8].as<int64_t>());
           wk.set_offering(row[9].c_str());
+          wk.set_drain_requested(row[10].as<bool>());
           out.push_back(std::move(wk));
         }
         return out;

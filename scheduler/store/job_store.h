@@ -226,6 +226,10 @@ class JobStore {
 
   absl::Status UpsertWorker(const v1::Worker& worker);
   absl::Status SetWorkerState(const std::string& id, v1::WorkerState state);
+  // An operator's drain (or its undoing): kept apart from the state, which
+  // a loss or a stop overwrites. Also moves an UP worker to DRAINING, or a
+  // DRAINING one back to UP. NotFound for an unknown worker.
+  absl::Status SetWorkerDrain(const std::string& id, bool drained);
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers();
 
   // ---- API tokens (job_store_tokens.cc) -------------------------------

@@ -177,6 +177,32 @@ class WorkerLossTest(unittest.TestCase):
                 done = c.wait_job(j["id"], "SUCCEEDED", timeout=60)
                 self.assertEqual(done["placements"][0]["worker_id"], "worker-1", done)
 
+    def test_a_drain_survives_a_scheduler_restart_and_then_a_loss(self):
+        # The restarted scheduler reads the drain from PostgreSQL, where the
+        # loss that follows overwrites the state (DRAINING -> LOST).
+        with Cluster(workers=2, gpus_per_worker=1, worker_timeout="3s") as c:
+            drained = c.cli("drain", "worker-2")
+            self.assertEqual(drained.code, 0, drained)
+            c.kill("scheduler")
+            c.up()
+            c.kill("worker-2")
+            wait_for(lambda: any(w["id"] == "worker-2" and w["state"].endswith("LOST")
+                                 for w in c.cli_json("workers", "--all")["workers"]),
+                     timeout=30, message="worker-2 lost")
+            c.kill("scheduler")
+            c.up()
+            wait_for(lambda: any(w["id"] == "worker-2" and w["state"].endswith("DRAINING")
+                                 for w in c.workers_json()),
+                     timeout=30, message="worker-2 back, still draining")
+            # Until the operator undoes it: then it takes work again.
+            undone = c.cli("drain", "--undo", "worker-2")
+            self.assertEqual(undone.code, 0, undone)
+            self.assertIn("worker-2 UP", undone.stdout)
+            c.kill("worker-1")
+            job = c.submit("--gpus", "1", "--", "true")
+            done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+            self.assertEqual(done["placements"][0]["worker_id"], "worker-2", done)
+
     def _events(self, c, job_id):
         import subprocess
         url = c.env["TUPA_DATABASE_URL"]
