@@ -1,6 +1,7 @@
 #include "common/job_spec.h"
 
 #include <google/protobuf/stubs/common.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -385,30 +387,76 @@ absl::Status CheckSpecText(const v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// Tells whether each document of a YAML stream holds anything, without
+// building it. Not YAML::LoadAll: yaml-cpp 0.7's loops forever on some
+// malformed input, returning an empty root each turn (fixed upstream in
+// yaml-cpp PR 1319); found by fuzz_job_spec.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  bool empty() const { return events_ == 0 || (events_ == 1 && null_root_); }
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    events_ = 0;
+    null_root_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {
+    null_root_ = events_++ == 0;
+  }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { ++events_; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    ++events_;
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    ++events_;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    ++events_;
+  }
+  void OnMapEnd() override {}
+
+ private:
+  int events_ = 0;
+  bool null_root_ = false;
+};
+
+// Documents that hold something, counting up to 2 (all a spec needs to
+// know). Stops at the first empty one after them, as upstream's fix does:
+// a stray trailing "---" carries nothing.
+int CountDocuments(const std::string& yaml) {
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  DocumentProbe probe;
+  int documents = 0;
+  while (documents < 2 && parser.HandleNextDocument(probe)) {
+    if (probe.empty()) break;
+    ++documents;
+  }
+  return documents;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml) {
-  std::vector<YAML::Node> documents;
+  const std::string text(yaml);
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(std::string(yaml));
+    // A second job in the same file would otherwise be dropped without a
+    // word.
+    if (CountDocuments(text) > 1)
+      return FieldError("spec",
+                        "holds more than one YAML document (separated by "
+                        "---); give one job per spec");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("spec: bad YAML at line ", e.mark.line + 1, ": ", e.msg));
   }
-  // Empty documents (a stray leading or trailing "---") carry nothing; a
-  // second job in the same file would otherwise be dropped without a word.
-  YAML::Node root;
-  int count = 0;
-  for (const YAML::Node& document : documents) {
-    if (!document || document.IsNull()) continue;
-    if (++count == 1) root = document;
-  }
-  if (count > 1)
-    return FieldError("spec",
-                      absl::StrCat("holds ", count,
-                                   " YAML documents (separated by ---); give "
-                                   "one job per spec"));
-  if (count == 0) return FieldError("spec", "is empty");
+  if (!root || root.IsNull()) return FieldError("spec", "is empty");
   try {
     return ParseRoot(root);
   } catch (const YAML::Exception& e) {
