@@ -111,14 +111,15 @@ absl::Status SchedulerCore::Start() {
       alloc.price =
           PriceFor(a.region, a.gpu_type,
                    w != workers_.end() ? w->second.info.offering() : "");
+      // Nodes of earlier attempts and of ended jobs too: until their worker
+      // reports them gone (or is lost) their processes may still hold the
+      // devices, as they would without the restart.
       auto job = jobs_.find(a.job_id);
-      if (job == jobs_.end() || job->second.job.attempt() != a.attempt) {
-        CloseAlloc({a.job_id, a.attempt, a.node_rank}, alloc, now);
-        continue;
+      if (job != jobs_.end()) {
+        alloc.cpu = job->second.job.spec().resources().cpu();
+        alloc.memory = job->second.job.spec().resources().memory_bytes();
+        alloc.team = job->second.job.spec().team();
       }
-      alloc.cpu = job->second.job.spec().resources().cpu();
-      alloc.memory = job->second.job.spec().resources().memory_bytes();
-      alloc.team = job->second.job.spec().team();
       AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
     ReconcileEndedNodes(ended);

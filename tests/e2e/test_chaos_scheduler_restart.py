@@ -283,5 +283,28 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                                        "AND ended_at IS NULL"), "0")
 
 
+    def test_a_stale_node_holds_its_device_after_a_restart(self):
+        # The job moved on to attempt 2 in PostgreSQL, but attempt 1's rank
+        # still runs (it ignores SIGTERM, so it holds the GPU for the whole
+        # kill grace). After the restart the scheduler cancels it, and must
+        # not start attempt 2 on the same device before it is gone.
+        with Cluster(workers=1, gpus_per_worker=1) as c:
+            job = c.submit("--gpus", "1", "--retries", "2", "--", "sh", "-c",
+                           "trap '' TERM; while true; do sleep 0.2; done")
+            job_id = int(job["id"])
+            c.wait_job(job_id, "RUNNING", timeout=30)
+            url = c.env["TUPA_DATABASE_URL"]
+            c.kill("scheduler")
+            psql(url, f"UPDATE jobs SET attempt = 2, state = 'PENDING' WHERE id = {job_id}")
+            c.up()
+            log = lambda: c.log("worker-1")
+            started = f"starting job {job_id} attempt 2"
+            wait_for(lambda: started in log(), 60, message="attempt 2 to start")
+            exited = f"job {job_id} attempt 1 node 0 exited"
+            self.assertIn(exited, log())
+            self.assertLess(log().index(exited), log().index(started),
+                            "attempt 2 started while attempt 1 still held the device")
+
+
 if __name__ == "__main__":
     unittest.main()
