@@ -66,6 +66,14 @@ Result RunTupa(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
+// `tupa COMMAND --scheduler <listener> ARGS...`.
+Result RunAgainst(const Listener& scheduler, const std::string& command,
+                  const std::vector<std::string>& args) {
+  std::vector<std::string> all = {command, "--scheduler", scheduler.address()};
+  all.insert(all.end(), args.begin(), args.end());
+  return RunTupa(all);
+}
+
 std::string WriteFile(const std::string& name, const std::string& text) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
   std::ofstream(path) << text;
@@ -74,7 +82,7 @@ std::string WriteFile(const std::string& name, const std::string& text) {
 
 struct BadInput {
   const char* what;
-  std::vector<std::string> args;  // after "submit --scheduler ADDR"
+  std::vector<std::string> args;  // after "COMMAND --scheduler ADDR"
   const char* field;              // must appear in the message
 };
 
@@ -112,10 +120,7 @@ TEST(CliTest, BadSubmitInputExitsTwoNamingTheFieldAndSendsNothing) {
   };
   Listener scheduler;
   for (const BadInput& c : cases) {
-    std::vector<std::string> args = {"submit", "--scheduler",
-                                     scheduler.address()};
-    args.insert(args.end(), c.args.begin(), c.args.end());
-    const Result r = RunTupa(args);
+    const Result r = RunAgainst(scheduler, "submit", c.args);
     EXPECT_EQ(r.code, kExitUsage) << c.what << ": " << r.err;
     EXPECT_TRUE(absl::StartsWith(r.err, "tupa: ")) << c.what << ": " << r.err;
     EXPECT_NE(r.err.find(c.field), std::string::npos)
@@ -183,15 +188,14 @@ TEST(CliTest, TlsFilesThatAreNotPemExitTwoNamingTheFlag) {
   const std::string text = WriteFile("cli_test_not_pem.txt", "myhost\n");
   const BadInput cases[] = {
       {"not PEM", {"--tls-ca", text}, "--tls-ca: "},
-      {"missing", {"--tls-ca", "/nonexistent/ca.pem"}, "--tls-ca: "},
+      {"missing",
+       {"--tls-ca", ::testing::TempDir() + "/cli_test_no_such_ca.pem"},
+       "--tls-ca: "},
       {"directory", {"--tls-cert", ::testing::TempDir()}, "--tls-cert: "},
   };
   Listener scheduler;
   for (const BadInput& c : cases) {
-    std::vector<std::string> args = {"list", "--scheduler",
-                                     scheduler.address()};
-    args.insert(args.end(), c.args.begin(), c.args.end());
-    const Result r = RunTupa(args);
+    const Result r = RunAgainst(scheduler, "list", c.args);
     EXPECT_EQ(r.code, kExitUsage) << c.what << ": " << r.err;
     EXPECT_TRUE(absl::StartsWith(r.err, absl::StrCat("tupa: ", c.field)))
         << c.what << ": " << r.err;
