@@ -409,6 +409,7 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   if (absl::Status s = store_->AssignJob(job.job.id(), attempt, records);
       !s.ok()) {
     LOG(WARNING) << "assigning job " << job.job.id() << " failed: " << s;
+    if (absl::IsFailedPrecondition(s)) ReleaseStrandedAssignment(job);
     return;
   }
   job.job.set_state(v1::JOB_STATE_ASSIGNED);
@@ -623,6 +624,29 @@ void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
             << reason;
   wake_ = true;
   Changed();
+}
+
+void SchedulerCore::ReleaseStrandedAssignment(ActiveJob& job) {
+  const int64_t id = job.job.id();
+  const int32_t attempt = job.job.attempt();
+  absl::StatusOr<v1::Job> stored = store_->GetJob(id);
+  if (!stored.ok() || stored->attempt() != attempt ||
+      stored->state() != v1::JOB_STATE_ASSIGNED)
+    return;
+  // An earlier AssignJob of this attempt committed although it reported a
+  // failure (a commit in doubt): PostgreSQL has the job ASSIGNED, with open
+  // allocations that no worker was ever told about. Close them (nothing
+  // ran: zero length, no cost) and move the job to its next attempt.
+  const std::string reason =
+      "an assignment whose commit was in doubt was never started";
+  for (int node = 0; node < std::max(1, job.job.spec().resources().nodes());
+       ++node) {
+    absl::Status closed = store_->CloseAllocation(
+        id, attempt, node, /*ended_at_ms=*/0, "", "", std::nullopt);
+    if (!closed.ok()) return;  // the next pass tries again
+  }
+  auto next = store_->RequeueJob(id, attempt, reason);
+  if (next.ok()) MarkRequeued(job, *next, reason);
 }
 
 void SchedulerCore::AddJob(ActiveJob active) {

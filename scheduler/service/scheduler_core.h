@@ -277,6 +277,12 @@ class SchedulerCore {
                   std::optional<int32_t> exit_code = std::nullopt,
                   std::function<void()> recorded = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After AssignJob was refused: if PostgreSQL has this attempt ASSIGNED
+  // (an earlier commit in doubt landed), closes its never-started
+  // allocations and requeues the job, which otherwise stays PENDING here
+  // and refused there forever.
+  void ReleaseStrandedAssignment(ActiveJob& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // At start: the nodes of running attempts that ended before the restart
   // count as succeeded, or decide the job (FAILED, or a requeue for a node
   // closed without an exit status), as they would have without it.

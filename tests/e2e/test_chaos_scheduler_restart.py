@@ -306,5 +306,26 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
                             "attempt 2 started while attempt 1 still held the device")
 
 
+    def test_an_assignment_committed_in_doubt_does_not_strand_the_job(self):
+        # PostgreSQL holds the attempt ASSIGNED with an open allocation that
+        # the scheduler never learned of (its commit reported a failure):
+        # written by hand here while the job waits for a worker. Every
+        # later assignment of the attempt is refused; the job must move on
+        # to its next attempt and run, not stay PENDING forever.
+        with Cluster(workers=1, gpus_per_worker=1) as c:
+            c.kill("worker-1")
+            job = c.submit("--gpus", "1", "--retries", "1", "--", "true")
+            job_id = int(job["id"])
+            url = c.env["TUPA_DATABASE_URL"]
+            psql(url, f"UPDATE jobs SET state = 'ASSIGNED' WHERE id = {job_id}; "
+                      "INSERT INTO allocations (job_id, attempt, worker_id, node_rank, "
+                      f"device_indexes) VALUES ({job_id}, 1, 'worker-1', 0, '{{0}}')")
+            c.up()  # worker-1 again: the job is placed, and refused
+            done = c.wait_job(job_id, "SUCCEEDED", timeout=60)
+            self.assertEqual(done["attempt"], 2, done)
+            self.assertEqual(psql(url, "SELECT count(*) FROM allocations WHERE "
+                                       f"job_id = {job_id} AND ended_at IS NULL"), "0")
+
+
 if __name__ == "__main__":
     unittest.main()
