@@ -1,5 +1,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -153,6 +155,25 @@ grpc::Status JobServiceImpl::StreamLogs(
   auto job = ReadableJob(core_, *caller, req->id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   const int32_t attempt = req->attempt() > 0 ? req->attempt() : job->attempt();
+  if (attempt > job->attempt())
+    return ToGrpcStatus(absl::NotFoundError(
+        absl::StrCat("job ", req->id(), " has no attempt ", attempt,
+                     " (it is at attempt ", job->attempt(), ")")));
+  // The ranks every attempt runs (rank_plan.cc): one per device, or one per
+  // node for per-node launches.
+  const v1::JobSpec& spec = job->spec();
+  const bool per_node =
+      !spec.has_train() && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
+  const int64_t ranks_per_node =
+      per_node
+          ? 1
+          : std::max<int64_t>(
+                1, static_cast<int64_t>(std::ceil(spec.resources().gpus())));
+  const int64_t world = std::max(1, spec.resources().nodes()) * ranks_per_node;
+  if (req->rank() >= world)
+    return ToGrpcStatus(absl::NotFoundError(
+        absl::StrCat("job ", req->id(), " has no rank ", req->rank(),
+                     " (its ranks are 0..", world - 1, ")")));
   std::map<int32_t, int64_t> offsets;
   uint64_t seen = 0;
   bool drained_after_end = false;

@@ -50,6 +50,13 @@ class JobRanksTest(unittest.TestCase):
             # Per-rank filtering works too.
             one = c.cli("logs", "--rank", "3", str(job["id"]))
             self.assertEqual(sorted(parse_env_lines(one.stdout)), [3], one)
+            # A rank or attempt the job never had is not found (exit 3),
+            # not an empty success.
+            for args, says in ((["--rank", "4"], "ranks are 0..3"),
+                               (["--attempt", "2"], "no attempt 2")):
+                none = c.cli("logs", *args, str(job["id"]))
+                self.assertEqual(none.code, 3, none)
+                self.assertIn(says, none.stderr)
 
     def test_failing_rank_fails_the_job_with_its_exit_code(self):
         with Cluster(workers=1, gpus_per_worker=2) as c:
