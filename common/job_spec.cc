@@ -520,6 +520,14 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
                       absl::StrCat("must be between 1 and ", kMaxNodes));
   if (r.gpus() > 0 && r.gpus() < 1 && r.nodes() > 1)
     return FieldError("resources.gpus", "a GPU share needs nodes: 1");
+  // Shares are placed, shown and billed in thousandths of a device: 0.0004
+  // would run (and be billed) as 0.001, 0.2505 as 0.251.
+  if (const double milli = r.gpus() * 1000;
+      r.gpus() > 0 && r.gpus() < 1 &&
+      (milli < 1 - 1e-9 || std::fabs(milli - std::round(milli)) > 1e-6))
+    return FieldError("resources.gpus",
+                      "a share is given in thousandths of a GPU (0.001 to "
+                      "0.999)");
   if (!(r.cpu() >= 0 && r.cpu() <= 100000))  // also refuses NaN
     return FieldError("resources.cpu", "must be between 0 and 100000");
   if (r.memory_bytes() < 0)
