@@ -659,6 +659,11 @@ absl::Status ValidateIdempotencyKey(absl::string_view key,
   return absl::OkStatus();
 }
 
+int RanksPerNode(const v1::JobSpec& spec) {
+  if (!spec.has_train() && spec.launch() == v1::LAUNCH_MODE_PER_NODE) return 1;
+  return std::max(1, static_cast<int>(std::ceil(spec.resources().gpus())));
+}
+
 double TotalGpus(const v1::JobSpec& spec) {
   return spec.resources().gpus() * std::max(1, spec.resources().nodes());
 }

@@ -52,6 +52,12 @@ absl::Status ValidateIdempotencyKey(absl::string_view key,
 // Total devices a job holds: gpus per node x nodes (shares count as shares).
 double TotalGpus(const v1::JobSpec& spec);
 
+// Rank processes each node of the job runs, as the worker plans them
+// (worker/agent/rank_plan.cc): one per device (a share counts as one, a
+// CPU-only job runs one), or one per node for a per-node launch. The
+// built-in trainer always runs per device.
+int RanksPerNode(const v1::JobSpec& spec);
+
 }  // namespace tupa
 
 #endif  // TUPA_COMMON_JOB_SPEC_H_

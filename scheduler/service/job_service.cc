@@ -1,11 +1,11 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
-#include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/job_spec.h"
 #include "scheduler/service/request_validation.h"
 #include "scheduler/service/services.h"
 
@@ -159,17 +159,8 @@ grpc::Status JobServiceImpl::StreamLogs(
     return ToGrpcStatus(absl::NotFoundError(
         absl::StrCat("job ", req->id(), " has no attempt ", attempt,
                      " (it is at attempt ", job->attempt(), ")")));
-  // The ranks every attempt runs (rank_plan.cc): one per device, or one per
-  // node for per-node launches.
-  const v1::JobSpec& spec = job->spec();
-  const bool per_node =
-      !spec.has_train() && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
-  const int64_t ranks_per_node =
-      per_node
-          ? 1
-          : std::max<int64_t>(
-                1, static_cast<int64_t>(std::ceil(spec.resources().gpus())));
-  const int64_t world = std::max(1, spec.resources().nodes()) * ranks_per_node;
+  const int64_t world = int64_t{std::max(1, job->spec().resources().nodes())} *
+                        RanksPerNode(job->spec());
   if (req->rank() >= world)
     return ToGrpcStatus(absl::NotFoundError(
         absl::StrCat("job ", req->id(), " has no rank ", req->rank(),

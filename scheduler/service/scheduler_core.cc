@@ -418,18 +418,9 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   job.nodes_succeeded = 0;
   job.job.clear_placements();
   const int nnodes = static_cast<int>(placement.nodes.size());
-  // Ranks per node: one per device (per-gpu), or one per node (per-node).
-  // The built-in trainer always runs per device, as the worker plans it
-  // (rank_plan.cc); validation refuses per-node train jobs, but rows stored
-  // before that rule may carry one.
-  const bool per_node =
-      !spec.has_train() && spec.launch() == v1::LAUNCH_MODE_PER_NODE;
-  int first_rank = 0;
-  std::vector<int> first_ranks;
-  for (const NodeAssignment& n : placement.nodes) {
-    first_ranks.push_back(first_rank);
-    first_rank += per_node ? 1 : std::max<int>(1, n.device_indexes.size());
-  }
+  // Validation refuses per-node train jobs, but rows stored before that
+  // rule may carry one: RanksPerNode runs them per device, as the worker.
+  const int ranks_per_node = RanksPerNode(spec);
   const std::string master_addr = workers_[master_worker].info.address();
   for (size_t i = 0; i < placement.nodes.size(); ++i) {
     const NodeAssignment& n = placement.nodes[i];
@@ -462,8 +453,8 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     for (int d : n.device_indexes) assign->add_device_indexes(d);
     assign->set_master_addr(master_addr.empty() ? "127.0.0.1" : master_addr);
     assign->set_master_port(master_port);
-    assign->set_world_size(first_rank);
-    assign->set_first_rank(first_ranks[i]);
+    assign->set_world_size(nnodes * ranks_per_node);
+    assign->set_first_rank(static_cast<int>(i) * ranks_per_node);
     assign->set_job_created_at_ms(
         TimeUtil::TimestampToMilliseconds(job.job.created_at()));
     Send(n.worker_id, std::move(msg));
@@ -627,25 +618,14 @@ void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
 }
 
 void SchedulerCore::ReleaseStrandedAssignment(ActiveJob& job) {
-  const int64_t id = job.job.id();
-  const int32_t attempt = job.job.attempt();
-  absl::StatusOr<v1::Job> stored = store_->GetJob(id);
-  if (!stored.ok() || stored->attempt() != attempt ||
-      stored->state() != v1::JOB_STATE_ASSIGNED)
-    return;
   // An earlier AssignJob of this attempt committed although it reported a
   // failure (a commit in doubt): PostgreSQL has the job ASSIGNED, with open
-  // allocations that no worker was ever told about. Close them (nothing
-  // ran: zero length, no cost) and move the job to its next attempt.
+  // allocations that no worker was ever told about. Refused (not ASSIGNED
+  // there), or the database down: nothing to do, or the next pass retries.
   const std::string reason =
       "an assignment whose commit was in doubt was never started";
-  for (int node = 0; node < std::max(1, job.job.spec().resources().nodes());
-       ++node) {
-    absl::Status closed = store_->CloseAllocation(
-        id, attempt, node, /*ended_at_ms=*/0, "", "", std::nullopt);
-    if (!closed.ok()) return;  // the next pass tries again
-  }
-  auto next = store_->RequeueJob(id, attempt, reason);
+  auto next = store_->RequeueUnstartedAssignment(job.job.id(),
+                                                 job.job.attempt(), reason);
   if (next.ok()) MarkRequeued(job, *next, reason);
 }
 

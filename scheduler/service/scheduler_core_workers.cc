@@ -38,8 +38,6 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   }
   WorkerEntry& entry = workers_[hello.worker_id()];
   if (entry.session) entry.session->Close();  // a newer stream replaces it
-  const bool was_draining =
-      entry.info.state() == v1::WORKER_STATE_DRAINING || entry.drain_requested;
   v1::Worker info;
   info.set_id(hello.worker_id());
   info.set_region(hello.region());
@@ -50,8 +48,10 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   info.set_memory_bytes(hello.memory_bytes());
   info.set_address(hello.address());
   info.set_offering(hello.offering());
-  info.set_state(was_draining ? v1::WORKER_STATE_DRAINING
-                              : v1::WORKER_STATE_UP);
+  // A drain is stored with the worker (drain_requested), whatever state a
+  // loss or a stop left it in.
+  info.set_state(entry.drain_requested ? v1::WORKER_STATE_DRAINING
+                                       : v1::WORKER_STATE_UP);
   *info.mutable_connected_at() = TimeUtil::GetCurrentTime();
   absl::Status stored = store_->UpsertWorker(info);
   if (!stored.ok()) return stored;

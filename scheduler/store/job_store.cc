@@ -378,20 +378,48 @@ absl::Status JobStore::FinishJob(int64_t id, int32_t attempt,
       .status();
 }
 
+namespace {
+
+// Moves the job from one of `states` (an SQL list) at `attempt` to PENDING
+// at attempt + 1; returns the new attempt.
+absl::StatusOr<int32_t> RequeueIn(pqxx::work& w, int64_t id, int32_t attempt,
+                                  const std::string& message,
+                                  const char* states) {
+  pqxx::result r = w.exec_params(
+      absl::StrCat("UPDATE jobs SET state = 'PENDING', attempt = attempt + 1, "
+                   "message = $3, updated_at = now() WHERE id = $1 AND "
+                   "attempt = $2 AND state IN (",
+                   states, ") RETURNING attempt"),
+      id, attempt, message);
+  if (r.empty()) return NotCurrent(id, attempt);
+  const int32_t next = r[0][0].as<int32_t>();
+  InsertEvent(w, id, next, "PENDING", message);
+  return next;
+}
+
+}  // namespace
+
 absl::StatusOr<int32_t> JobStore::RequeueJob(int64_t id, int32_t attempt,
                                              const std::string& message) {
-  return RunTx<
-      int32_t>(Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int32_t> {
-    pqxx::result r = w.exec_params(
-        "UPDATE jobs SET state = 'PENDING', attempt = attempt + 1, message = "
-        "$3, updated_at = now() WHERE id = $1 AND attempt = $2 AND state IN "
-        "('PENDING', 'ASSIGNED', 'RUNNING') RETURNING attempt",
-        id, attempt, message);
-    if (r.empty()) return NotCurrent(id, attempt);
-    const int32_t next = r[0][0].as<int32_t>();
-    InsertEvent(w, id, next, "PENDING", message);
-    return next;
-  });
+  return RunTx<int32_t>(Acquire(),
+                        [&](pqxx::work& w) -> absl::StatusOr<int32_t> {
+                          return RequeueIn(w, id, attempt, message,
+                                           "'PENDING', 'ASSIGNED', 'RUNNING'");
+                        });
+}
+
+absl::StatusOr<int32_t> JobStore::RequeueUnstartedAssignment(
+    int64_t id, int32_t attempt, const std::string& message) {
+  return RunTx<int32_t>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<int32_t> {
+        ASSIGN_OR_RETURN(int32_t next,
+                         RequeueIn(w, id, attempt, message, "'ASSIGNED'"));
+        w.exec_params(
+            "UPDATE allocations SET ended_at = started_at WHERE job_id = $1 "
+            "AND attempt = $2 AND ended_at IS NULL",
+            id, attempt);
+        return next;
+      });
 }
 
 absl::Status JobStore::CloseAllocation(int64_t id, int32_t attempt,

@@ -165,6 +165,13 @@ class JobStore {
   // open until each is closed (its ranks gone). Returns the new attempt.
   absl::StatusOr<int32_t> RequeueJob(int64_t id, int32_t attempt,
                                      const std::string& message);
+  // ASSIGNED -> PENDING with attempt + 1 for an assignment that was stored
+  // but never started (its commit was in doubt): its open allocations are
+  // closed at their start (zero length, no cost) in the same transaction.
+  // Returns the new attempt; FailedPrecondition unless ASSIGNED at
+  // `attempt`.
+  absl::StatusOr<int32_t> RequeueUnstartedAssignment(
+      int64_t id, int32_t attempt, const std::string& message);
   // Closes one node's allocation of an attempt (its processes are gone) at
   // `ended_at_ms`, with its cost (decimal; "" when unpriced) and, when the
   // worker reported the node EXITED, its exit code.
