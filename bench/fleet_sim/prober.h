@@ -1,0 +1,87 @@
+// Prober: the reads a user makes while the fleet runs, each at `hz` on one
+// shared channel: GetJob of a random acknowledged job, ListJobs (limit 100)
+// and ListWorkers. Every call has `deadline`; its latency is recorded
+// whatever the outcome (a call that ran into its deadline counts as the
+// deadline), failures are counted by code. Calls are independent: a slow
+// one does not delay the next. Thread-safe.
+//
+// CompletionPoller (for runs without simulated workers): every 100 ms it
+// GetJobs up to `batch` acknowledged, unfinished jobs and marks terminal
+// ones completed at their finished_at.
+#ifndef TUPA_BENCH_FLEET_SIM_PROBER_H_
+#define TUPA_BENCH_FLEET_SIM_PROBER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "bench/fleet_sim/job_tracker.h"
+#include "bench/fleet_sim/latency.h"
+#include "bench/fleet_sim/timer_queue.h"
+#include "tupa/v1/cluster.grpc.pb.h"
+#include "tupa/v1/job_service.grpc.pb.h"
+
+namespace tupa::fleet_sim {
+
+struct ProbeLatencies {
+  LatencySamples get_job, list_jobs, list_workers;
+  ErrorCounts get_job_errors, list_jobs_errors, list_workers_errors;
+};
+
+class Prober {
+ public:
+  Prober(const std::string& scheduler, double hz, absl::Duration deadline,
+         JobTracker* tracker, TimerQueue* timers, ErrorCounts* errors,
+         ProbeLatencies* out);
+  void Start();
+  // No new probes afterwards; waits (up to the deadline) for those in
+  // flight.
+  void Stop();
+
+ private:
+  enum class Kind { kGetJob, kListJobs, kListWorkers };
+  void Fire(Kind kind);
+  void Finished();
+
+  const double hz_;
+  const absl::Duration deadline_;
+  JobTracker* const tracker_;
+  TimerQueue* const timers_;
+  ErrorCounts* const errors_;
+  ProbeLatencies* const out_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+  std::unique_ptr<v1::ClusterService::Stub> cluster_;
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){42};
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class CompletionPoller {
+ public:
+  CompletionPoller(const std::string& scheduler, size_t batch,
+                   JobTracker* tracker, TimerQueue* timers,
+                   ErrorCounts* errors);
+  void Start();
+  void Stop();
+
+ private:
+  void Poll();
+
+  const size_t batch_;
+  JobTracker* const tracker_;
+  TimerQueue* const timers_;
+  ErrorCounts* const errors_;
+  std::unique_ptr<v1::JobService::Stub> jobs_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> in_flight_{0};
+};
+
+}  // namespace tupa::fleet_sim
+
+#endif  // TUPA_BENCH_FLEET_SIM_PROBER_H_
