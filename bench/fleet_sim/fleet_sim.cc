@@ -79,7 +79,7 @@ absl::StatusOr<double> ConnectFleet(
     c.region = o.region;
     c.gpu_type = o.gpu_type;
     c.gpus = o.gpus_per_worker;
-    c.cpu = o.cpu_per_worker;
+    c.cpu = o.cpu_per_worker[(i - 1) % o.cpu_per_worker.size()];
     c.memory_bytes = o.memory_bytes_per_worker;
     c.progress_hz = o.progress_hz;
     c.log_hz = o.log_hz;

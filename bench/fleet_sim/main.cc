@@ -33,7 +33,9 @@ ABSL_FLAG(int, wait_workers, 0,
 ABSL_FLAG(std::string, worker_prefix, "sim-", "worker id prefix");
 ABSL_FLAG(int, gpus_per_worker, 8, "fake devices per worker");
 ABSL_FLAG(std::string, gpu_type, "SIM", "GPU type of the fake devices");
-ABSL_FLAG(double, cpu_per_worker, 64, "cores each worker advertises");
+ABSL_FLAG(std::string, cpu_per_worker, "64",
+          "cores each worker advertises; a list C1,C2,... cycles over the "
+          "workers");
 ABSL_FLAG(int64_t, memory_gib_per_worker, 512, "memory each worker advertises");
 ABSL_FLAG(std::string, region, "sim", "region the workers advertise");
 ABSL_FLAG(double, progress_hz, 0, "progress reports per running node per s");
@@ -90,7 +92,15 @@ absl::Status OptionsFromFlags(tupa::fleet_sim::FleetSimOptions& o) {
   o.worker_prefix = absl::GetFlag(FLAGS_worker_prefix);
   o.gpus_per_worker = absl::GetFlag(FLAGS_gpus_per_worker);
   o.gpu_type = absl::GetFlag(FLAGS_gpu_type);
-  o.cpu_per_worker = absl::GetFlag(FLAGS_cpu_per_worker);
+  o.cpu_per_worker.clear();
+  for (absl::string_view c :
+       absl::StrSplit(absl::GetFlag(FLAGS_cpu_per_worker), ',')) {
+    double v = 0;
+    if (!absl::SimpleAtod(c, &v) || v < 0)
+      return absl::InvalidArgumentError(
+          "--cpu-per-worker: want cores (>= 0), or a list C1,C2,...");
+    o.cpu_per_worker.push_back(v);
+  }
   o.memory_bytes_per_worker = absl::GetFlag(FLAGS_memory_gib_per_worker) << 30;
   o.region = absl::GetFlag(FLAGS_region);
   o.progress_hz = absl::GetFlag(FLAGS_progress_hz);

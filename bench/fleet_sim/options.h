@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -20,7 +21,8 @@ struct FleetSimOptions {
   int workers = 100;
   int gpus_per_worker = 8;
   std::string gpu_type = "SIM";
-  double cpu_per_worker = 64;
+  // Cores of worker i: cpu_per_worker[i % size] (a mixed fleet).
+  std::vector<double> cpu_per_worker = {64};
   int64_t memory_bytes_per_worker = int64_t{512} << 30;
   std::string region = "sim";
   std::string worker_prefix = "sim-";  // ids are prefix1 .. prefixN

@@ -1,0 +1,74 @@
+"""Helpers for the fleet tests: run bench's tupa-fleet-sim against a
+Cluster and read what it wrote (its JSON line, its --record file).
+
+    sim = FleetSim(c, "--workers", 50, "--jobs", 1500, record=path)
+    ...                      # e.g. kill the scheduler meanwhile
+    report = sim.wait(timeout=170)   # the parsed JSON line
+    runs = read_record(path)
+"""
+
+import json
+import os
+import subprocess
+
+from cluster import bin_path
+
+
+class FleetSim:
+    """A running tupa-fleet-sim (stdout/stderr in files under c.home)."""
+
+    def __init__(self, cluster, *args, record=None):
+        self.cluster = cluster
+        self.out_path = os.path.join(cluster.home, "fleet-sim.json")
+        self.err_path = os.path.join(cluster.home, "fleet-sim.log")
+        argv = [bin_path("tupa-fleet-sim", cluster.bin_dir),
+                "--scheduler", cluster.env["TUPA_SCHEDULER"], *map(str, args)]
+        if record:
+            argv += ["--record", record]
+        self.argv = argv
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err)
+
+    def wait(self, timeout):
+        """Waits for the simulator; returns its JSON line as a dict.
+
+        Raises AssertionError (with its stderr) when it printed none.
+        """
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"tupa-fleet-sim ran past {timeout}s: {self.stderr()}")
+        with open(self.out_path) as f:
+            lines = [l for l in f.read().splitlines() if l.strip()]
+        if not lines:
+            raise AssertionError(f"tupa-fleet-sim exited {self.proc.returncode} without a "
+                                 f"report: {self.stderr()}")
+        return json.loads(lines[-1])
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()[-3000:]
+
+
+def read_record(path):
+    """The --record file: one dict per node run."""
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def psql(url, sql):
+    out = subprocess.run(["psql", url, "-AtX", "-F", "|", "-c", sql], capture_output=True,
+                         text=True, check=True)
+    return out.stdout.strip()
+
+
+def psql_rows(url, sql):
+    text = psql(url, sql)
+    return [line.split("|") for line in text.splitlines()] if text else []
