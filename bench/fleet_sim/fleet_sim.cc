@@ -185,7 +185,7 @@ absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
                             timers, rpc_errors, probes);
   CompletionPoller* poller = nullptr;
   if (o.workers == 0 && !o.submitted_only)
-    poller = new CompletionPoller(o.scheduler, 64, tracker, timers, rpc_errors);
+    poller = new CompletionPoller(o.scheduler, 16, tracker, timers, rpc_errors);
 
   prober->Start();
   submitter->Start();

@@ -49,13 +49,11 @@ std::optional<int64_t> JobTracker::RandomAcked(std::mt19937_64& rng) {
 
 std::vector<int64_t> JobTracker::Outstanding(size_t max) {
   absl::MutexLock lock(&mu_);
+  while (oldest_ < acked_ids_.size() && jobs_[acked_ids_[oldest_]].completed)
+    ++oldest_;
   std::vector<int64_t> out;
-  const size_t n = acked_ids_.size();
-  for (size_t looked = 0; looked < n && out.size() < max; ++looked) {
-    if (cursor_ >= n) cursor_ = 0;
-    const int64_t id = acked_ids_[cursor_++];
-    if (!jobs_[id].completed) out.push_back(id);
-  }
+  for (size_t i = oldest_; i < acked_ids_.size() && out.size() < max; ++i)
+    if (!jobs_[acked_ids_[i]].completed) out.push_back(acked_ids_[i]);
   return out;
 }
 

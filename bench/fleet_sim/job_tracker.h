@@ -39,8 +39,8 @@ class JobTracker {
 
   // A random acknowledged job id, or nullopt before the first ack.
   std::optional<int64_t> RandomAcked(std::mt19937_64& rng);
-  // Up to `max` acknowledged, not yet completed jobs, continuing round
-  // robin from where the previous call stopped.
+  // Up to `max` acknowledged, not yet completed jobs, the oldest acks
+  // first (jobs tend to finish in the order they were submitted).
   std::vector<int64_t> Outstanding(size_t max);
 
   // Blocks until `done()` holds or `deadline` passes; true when it held.
@@ -68,7 +68,7 @@ class JobTracker {
   absl::Mutex mu_;
   std::unordered_map<int64_t, Entry> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> acked_ids_ ABSL_GUARDED_BY(mu_);
-  size_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t oldest_ ABSL_GUARDED_BY(mu_) = 0;  // acked_ids_[< oldest_] done
   long failed_ ABSL_GUARDED_BY(mu_) = 0;
   long completed_ ABSL_GUARDED_BY(mu_) = 0;
 };

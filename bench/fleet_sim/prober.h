@@ -6,8 +6,9 @@
 // one does not delay the next. Thread-safe.
 //
 // CompletionPoller (for runs without simulated workers): every 100 ms it
-// GetJobs up to `batch` acknowledged, unfinished jobs and marks terminal
-// ones completed at their finished_at.
+// GetJobs the `batch` oldest acknowledged, unfinished jobs and marks
+// terminal ones completed at their finished_at. Kept small (16: at most
+// 160 GetJob/s), so the poll is a load like the probes, not the load.
 #ifndef TUPA_BENCH_FLEET_SIM_PROBER_H_
 #define TUPA_BENCH_FLEET_SIM_PROBER_H_
 
