@@ -18,6 +18,7 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/metrics.h"
+#include "worker/agent/advertise_addr.h"
 #include "worker/agent/agent.h"
 #include "worker/devices/devices.h"
 
@@ -42,8 +43,11 @@ ABSL_FLAG(int, emulated_gpus, 0,
           "advertise N emulated devices backed by the CPU trainer backend");
 ABSL_FLAG(std::string, emulated_gpu_type, "EMU", "type of emulated devices");
 ABSL_FLAG(std::string, gpu_type, "", "override the detected GPU type");
-ABSL_FLAG(std::string, advertise_addr, "127.0.0.1",
-          "address other nodes reach this one at (MASTER_ADDR)");
+ABSL_FLAG(std::string, advertise_addr, "",
+          "IP (or name, resolved at start) other hosts reach this one at: the "
+          "MASTER_ADDR of the jobs it leads (default: the local address of "
+          "the connection to the scheduler; loopback is refused with a "
+          "scheduler on another host)");
 ABSL_FLAG(std::string, work_dir, ".tupa-worker", "job directories and logs");
 ABSL_FLAG(
     std::string, checkpoint_root, "",
@@ -151,7 +155,13 @@ int main(int argc, char** argv) {
     }
     options.labels[p.first] = p.second;
   }
-  options.advertise_addr = absl::GetFlag(FLAGS_advertise_addr);
+  auto advertise = tupa::worker::CheckAdvertiseAddr(
+      absl::GetFlag(FLAGS_advertise_addr), options.scheduler);
+  if (!advertise.ok()) {
+    std::cerr << "tupa-worker: " << advertise.status().message() << "\n";
+    return 2;
+  }
+  options.advertise_addr = *advertise;
   options.work_dir = std::filesystem::absolute(absl::GetFlag(FLAGS_work_dir));
   if (!absl::GetFlag(FLAGS_checkpoint_root).empty())
     options.checkpoint_root =

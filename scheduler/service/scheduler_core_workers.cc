@@ -12,6 +12,18 @@ namespace tupa::scheduler {
 
 using google::protobuf::util::TimeUtil;
 
+namespace {
+
+// A worker's kill grace, from its hello; workers that do not send it (or
+// a view rebuilt after a restart) get tupa-worker's default.
+constexpr absl::Duration kDefaultKillGrace = absl::Seconds(5);
+absl::Duration KillGraceOf(const v1::Worker& info) {
+  return info.kill_grace_ms() > 0 ? absl::Milliseconds(info.kill_grace_ms())
+                                  : kDefaultKillGrace;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
     const v1::Hello& hello) {
   if (hello.worker_id().empty())
@@ -48,6 +60,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   info.set_memory_bytes(hello.memory_bytes());
   info.set_address(hello.address());
   info.set_offering(hello.offering());
+  info.set_kill_grace_ms(hello.kill_grace_ms());
   // A drain is stored with the worker (drain_requested), whatever state a
   // loss or a stop left it in.
   info.set_state(entry.drain_requested ? v1::WORKER_STATE_DRAINING
@@ -70,6 +83,9 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   v1::SchedulerMessage welcome;
   welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int32_t>(
       absl::ToInt64Milliseconds(options_.heartbeat_interval)));
+  // The worker fences itself when it has no ack for this long (DESIGN §5).
+  welcome.mutable_welcome()->set_lease_ms(
+      absl::ToInt64Milliseconds(options_.worker_timeout));
   entry.session->Push(std::move(welcome));
 
   // Reconcile: the worker keeps only nodes of current attempts placed on
@@ -83,6 +99,26 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
                          a->second.worker_id == hello.worker_id() &&
                          j != jobs_.end() && !j->second.terminal &&
                          j->second.job.attempt() == r.attempt();
+    if (current && r.fenced_at_ms() > 0) {
+      // The worker stopped this node when its lease ran out (a partition),
+      // and its ranks are gone: the attempt ends at its fence, not now,
+      // and the job goes back to the queue. Its EXITED follows and finds
+      // no allocation (acked as a resend).
+      const absl::Time fenced_at =
+          std::min(absl::FromUnixMillis(r.fenced_at_ms()), absl::Now());
+      CloseAlloc(key, a->second, fenced_at);
+      EraseAlloc(key);
+      RequeueOrFail(
+          j->second,
+          absl::StrCat("worker ", hello.worker_id(), " fenced node ",
+                       r.node_rank(), " at ",
+                       absl::FormatTime(absl::RFC3339_sec, fenced_at,
+                                        absl::UTCTimeZone()),
+                       " (no word from the scheduler for the lease, ",
+                       absl::FormatDuration(options_.worker_timeout), ")"));
+      ForgetIfDone(r.job_id());
+      continue;
+    }
     if (current) {
       reported.insert(key);
       a->second.running = true;
@@ -153,21 +189,40 @@ void SchedulerCore::WorkerLost(const std::string& id,
   WorkerEntry& w = workers_[id];
   // Already LOST: a restart found its allocations still open (the requeue
   // never reached PostgreSQL); counted when it was first lost.
-  if (w.info.state() != v1::WORKER_STATE_LOST) metrics_->WorkerLost();
-  w.info.set_state(v1::WORKER_STATE_LOST);
-  store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
+  const bool first = w.info.state() != v1::WORKER_STATE_LOST;
+  if (first) {
+    metrics_->WorkerLost();
+    w.info.set_state(v1::WORKER_STATE_LOST);
+    store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
+  }
   if (w.session) {
     w.session->Close();
     w.session = nullptr;
   }
-  LOG(WARNING) << reason;
-  // Billing stops when the worker was last heard from.
+  // Billing of the worker stops when it was last heard from.
   CloseUptime(w, w.last_seen);
+  // Its jobs are re-placed only once it has surely fenced them: it stops
+  // its ranks when its lease (which never ends after ours) runs out, and
+  // they are gone one kill grace later (DESIGN §5). Until then its
+  // allocations stay, the job stays where it is, and CheckLeases calls
+  // this again each cycle (a LOST worker holding allocations).
+  const absl::Time fence = w.last_seen + options_.worker_timeout;
+  const absl::Time now = absl::Now();
+  if (now < fence + KillGraceOf(w.info)) {
+    if (first)
+      LOG(WARNING) << reason << "; its jobs are re-placed after its kill "
+                   << "grace (" << absl::FormatDuration(KillGraceOf(w.info))
+                   << "), once it has fenced them";
+    if (first) Changed();
+    return;
+  }
+  LOG(WARNING) << reason;
   std::vector<AllocKey> lost;
   for (const auto& [key, a] : allocs_)
     if (a.worker_id == id) lost.push_back(key);
   for (const AllocKey& key : lost) {
-    CloseAlloc(key, allocs_[key], w.last_seen);
+    // Its attempts ran until the fence at the latest: billed to there.
+    CloseAlloc(key, allocs_[key], std::min(fence, now));
     EraseAlloc(key);
     const auto [job_id, attempt, node] = key;
     auto j = jobs_.find(job_id);

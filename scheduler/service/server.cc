@@ -314,6 +314,16 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
   grpc::ServerBuilder builder;
   // channelz is not served; its per-call counters cost every RPC.
   builder.AddChannelArgument(GRPC_ARG_ENABLE_CHANNELZ, 0);
+  // Keepalive both ways on worker streams (DESIGN §5): the server pings an
+  // idle connection every 10 s and drops it 5 s after an unanswered ping,
+  // and permits the workers' pings (every 5 s, worker/agent/agent.cc)
+  // instead of answering them with GOAWAY too_many_pings.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 4000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddListeningPort(options.listen, credentials, &server->port_);
   builder.RegisterService(server->jobs_.get());
   builder.RegisterService(server->cluster_.get());

@@ -61,7 +61,18 @@ grpc::Status WorkerServiceImpl::Connect(
   // Reads run on their own thread; this one writes what the core queues.
   std::thread reader([&] {
     v1::WorkerMessage m;
-    while (stream->Read(&m)) core_->HandleWorkerMessage(s, m);
+    while (stream->Read(&m)) {
+      core_->HandleWorkerMessage(s, m);
+      // After the core renewed the lease with it (last_seen): the worker's
+      // own lease then runs from this heartbeat's send time, never past
+      // ours (DESIGN §5 "Fencing across a partition"). A session the core
+      // has replaced or closed drops the ack.
+      if (m.has_heartbeat()) {
+        v1::SchedulerMessage ack;
+        ack.mutable_heartbeat_ack()->set_seq(m.heartbeat().seq());
+        s->Push(std::move(ack));
+      }
+    }
     s->Close();
   });
   v1::SchedulerMessage out;

@@ -7,7 +7,8 @@ must-show 3b).
   once it wakes and reconnects, it is told its attempt is stale and kills
   those ranks: no process of attempt 1 is left.
 - No double accounting: attempt 1 has exactly one allocation row, closed
-  once, at the moment the worker was last heard from (before the requeue),
+  once, at its fence (the lease after the worker was last heard from,
+  before the requeue),
   and the late EXITED the woken worker reports for attempt 1 changes
   neither that row nor the job. Attempt 2 has its own row on the other
   worker. The frozen worker's uptime spans do not overlap.
@@ -102,8 +103,8 @@ class ChaosSigstopTest(unittest.TestCase):
             self.assertEqual(done.get("exit_code", 0), 0, done)
             time.sleep(1.0)  # let any late status of attempt 1 land
 
-            # Attempt 1: one row, closed once, at the worker's last sign of
-            # life (before it was declared lost and the job requeued); the
+            # Attempt 1: one row, closed once, at its fence (before the job
+            # was requeued, lease + kill grace after its last sign of life); the
             # woken worker's EXITED did not touch it.
             rows = psql(url, "SELECT id, ended_at, cost, worker_id FROM allocations "
                              f"WHERE job_id = {job_id} AND attempt = 1")
@@ -119,8 +120,9 @@ class ChaosSigstopTest(unittest.TestCase):
                   FROM allocations a WHERE job_id = {job_id} AND attempt = 1""")
             ended, requeue_at, started = float(ended), float(requeue_at), float(started)
             self.assertLessEqual(ended, requeue_at, "attempt 1 billed past its requeue")
-            # Last heard from within a heartbeat (1 s) of the SIGSTOP.
-            self.assertLessEqual(abs(ended - stopped_at), 1.5,
+            # Billed to its fence (DESIGN §5): the lease (3 s) after it was
+            # last heard from, within a heartbeat (1 s) of the SIGSTOP.
+            self.assertLessEqual(abs(ended - (stopped_at + 3.0)), 1.5,
                                  f"attempt 1 closed at {ended}, stopped at {stopped_at}")
             self.assertGreater(ended, started)
 

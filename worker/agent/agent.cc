@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/client_credentials.h"
 #include "common/hook_runner.h"
 #include "tupa/v1/worker_protocol.grpc.pb.h"
+#include "common/checkpoint_fence.h"
+#include "worker/agent/advertise_addr.h"
 #include "worker/agent/checkpoint_dir.h"
 #include "worker/agent/progress_parser.h"
 
@@ -32,6 +35,17 @@ std::string RunningMpsPipeDirectory() {
 }
 
 constexpr size_t kMaxQueuedLogs = 20000;
+// Heartbeats sent and not yet acked that are remembered; older ones can no
+// longer extend the lease anyway.
+constexpr size_t kMaxUnackedHeartbeats = 4096;
+// gRPC keepalive on the stream: a dead peer (a partition, a host that is
+// gone) breaks the stream within kKeepaliveTime + kKeepaliveTimeout even
+// while nothing is written; the scheduler permits pings this often.
+constexpr int kKeepaliveTimeMs = 5000;
+constexpr int kKeepaliveTimeoutMs = 5000;
+// How long a stream waits to connect before the session gives up and
+// retries with a fresh hello (so a hello is never stale by much).
+constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
 constexpr size_t kLogChunk = 16 << 10;
 // Output per rank resent on a new stream: what the old one may have lost.
 constexpr size_t kResendBytes = 64 << 10;
@@ -83,7 +97,7 @@ void Agent::Enqueue(v1::WorkerMessage message) {
   outbox_.push_back(std::move(message));
 }
 
-v1::WorkerMessage Agent::MakeHello() {
+v1::WorkerMessage Agent::MakeHello(const std::string& address) {
   v1::WorkerMessage m;
   v1::Hello* h = m.mutable_hello();
   h->set_worker_id(options_.worker_id);
@@ -94,26 +108,42 @@ v1::WorkerMessage Agent::MakeHello() {
   for (const auto& d : options_.devices) *h->add_devices() = d;
   h->set_cpu(options_.cpu);
   h->set_memory_bytes(options_.memory_bytes);
-  h->set_address(options_.advertise_addr);
+  h->set_address(address);
+  h->set_kill_grace_ms(absl::ToInt64Milliseconds(options_.kill_grace));
   h->set_version("0.1.0");
   h->set_offering(options_.offering);
   absl::MutexLock lock(&mu_);
   h->set_shutting_down(shutdown_reason_);
+  hello_fenced_.clear();
+  hello_made_at_ = absl::Now();
   for (const auto& [key, node] : nodes_) {
     v1::RunningAttempt* r = h->add_running();
     r->set_job_id(std::get<0>(key));
     r->set_attempt(std::get<1>(key));
     r->set_node_rank(std::get<2>(key));
+    // Reported fenced only once its ranks are gone: the scheduler may
+    // start the next attempt at once.
+    if (node.fenced() && node.exited) {
+      r->set_fenced_at_ms(absl::ToUnixMillis(node.fenced_at));
+      hello_fenced_.insert(key);
+    }
   }
   return m;
 }
 
 void Agent::Run() {
+  std::thread fence_watch([this] { FenceWatch(); });
   absl::Duration backoff = absl::Milliseconds(100);
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return;
+      // Fenced nodes whose ranks are still stopping are reported once they
+      // are gone (at most one kill grace), so their hello can say so.
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !FencedNodesStopping();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (stopping_) break;
     }
     const absl::Time began = absl::Now();
     Session();
@@ -122,17 +152,94 @@ void Agent::Run() {
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
+  fence_watch.join();
+}
+
+bool Agent::FencedNodesStopping() {
+  for (const auto& [key, node] : nodes_)
+    if (node.fenced() && !node.exited) return true;
+  return false;
+}
+
+bool Agent::FencedSinceHello() {
+  for (const auto& [key, node] : nodes_)
+    if (node.fenced() && !hello_fenced_.count(key)) return true;
+  return false;
+}
+
+void Agent::FenceWatch() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&stopping), absl::Milliseconds(100));
+    if (!stopping_) FenceIfLeaseExpired(absl::Now());
+  }
+}
+
+void Agent::FenceIfLeaseExpired(absl::Time now) {
+  if (lease_ <= absl::ZeroDuration() || now - lease_start_ <= lease_) return;
+  for (auto& [key, node] : nodes_) {
+    if (node.fenced() || node.exited || !node.runner) continue;
+    node.fenced_at = now;
+    const std::string reason = absl::StrCat(
+        "fenced at ", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", now,
+                                       absl::UTCTimeZone()),
+        ": no word from the scheduler for ",
+        absl::FormatDuration(now - lease_start_), " (lease ",
+        absl::FormatDuration(lease_),
+        "); stopped so that no other attempt overlaps it");
+    LOG(WARNING) << "job " << std::get<0>(key) << " attempt "
+                 << std::get<1>(key) << " node " << std::get<2>(key) << " "
+                 << reason;
+    node.runner->Cancel(reason);
+  }
+}
+
+void Agent::OnHeartbeatAck(uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  while (!unacked_heartbeats_.empty() &&
+         unacked_heartbeats_.front().first <= seq) {
+    if (unacked_heartbeats_.front().first == seq)
+      lease_start_ = std::max(lease_start_, unacked_heartbeats_.front().second);
+    unacked_heartbeats_.pop_front();
+  }
 }
 
 void Agent::Session() {
-  auto channel = grpc::CreateChannel(
+  std::string address = options_.advertise_addr;
+  if (address.empty()) {
+    absl::StatusOr<std::string> local = LocalAddressTowards(options_.scheduler);
+    if (!local.ok()) {
+      LOG_EVERY_N(WARNING, 20) << "scheduler " << options_.scheduler
+                               << " unreachable: " << local.status().message();
+      return;
+    }
+    address = *local;
+  }
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  auto channel = grpc::CreateCustomChannel(
       options_.scheduler,
       ClientCredentials(options_.tls_ca_pem, options_.tls_cert_pem,
-                        options_.tls_key_pem));
+                        options_.tls_key_pem),
+      args);
+  // Connected first, so that the hello is made just before it is sent.
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() +
+                                 absl::ToChronoSeconds(kConnectTimeout))) {
+    LOG_EVERY_N(WARNING, 20) << "scheduler " << options_.scheduler
+                             << " unreachable (no connection within "
+                             << absl::FormatDuration(kConnectTimeout) << ")";
+    return;
+  }
   auto stub = v1::WorkerService::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->Connect(&ctx);
-  if (!stream->Write(MakeHello())) {
+  if (!stream->Write(MakeHello(address))) {
     stream->WritesDone();
     grpc::Status s = stream->Finish();
     LOG_EVERY_N(WARNING, 20) << "scheduler " << options_.scheduler
@@ -171,6 +278,11 @@ void Agent::Session() {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
+      if (FencedSinceHello()) {
+        LOG(WARNING) << "nodes were fenced since this stream's hello; "
+                        "reconnecting to report them";
+        break;
+      }
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !outbox_.empty() || stopping_;
       };
@@ -186,11 +298,25 @@ void Agent::Session() {
     if (absl::Now() >= next_heartbeat) {
       v1::WorkerMessage beat;
       metrics_->FillHeartbeat(beat.mutable_heartbeat());
+      {
+        absl::MutexLock lock(&mu_);
+        beat.mutable_heartbeat()->set_seq(next_heartbeat_seq_++);
+        unacked_heartbeats_.emplace_back(beat.heartbeat().seq(), absl::Now());
+        if (unacked_heartbeats_.size() > kMaxUnackedHeartbeats)
+          unacked_heartbeats_.pop_front();
+      }
       next_heartbeat = absl::Now() + heartbeat;
       if (!stream->Write(beat)) break;
       continue;
     }
     if (!have) continue;
+    if (out.has_node_status() &&
+        out.node_status().state() == v1::NODE_STATE_EXITED) {
+      // The EXITED of a node fenced after the hello waits for the next
+      // stream (checked here too: the outbox was read before the fence).
+      absl::MutexLock lock(&mu_);
+      if (FencedSinceHello()) break;
+    }
     if (!stream->Write(out)) break;  // kept in the outbox for the next stream
     absl::MutexLock lock(&mu_);
     if (!outbox_.empty()) outbox_.pop_front();
@@ -228,6 +354,10 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
       if (message.welcome().heartbeat_interval_ms() > 0)
         heartbeat_ =
             absl::Milliseconds(message.welcome().heartbeat_interval_ms());
+      // The scheduler counts this worker alive from when the hello arrived;
+      // the hello was made earlier, so this lease ends no later than its.
+      lease_ = absl::Milliseconds(message.welcome().lease_ms());
+      lease_start_ = std::max(lease_start_, hello_made_at_);
       LOG(INFO) << "connected to scheduler " << options_.scheduler << " as "
                 << options_.worker_id;
       break;
@@ -240,6 +370,9 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
       break;
     case v1::SchedulerMessage::kShutdown:
       OnShutdown(message.shutdown().reason());
+      break;
+    case v1::SchedulerMessage::kHeartbeatAck:
+      OnHeartbeatAck(message.heartbeat_ack().seq());
       break;
     case v1::SchedulerMessage::kExitAck: {
       const v1::NodeExitAck& ack = message.exit_ack();
@@ -356,6 +489,14 @@ void Agent::OnAssign(const v1::Assign& assign) {
   if (!claimed.ok())
     LOG(WARNING) << "job " << assign.job_id()
                  << " runs without checkpoints: " << claimed.status();
+  // The fence goes up before any rank of this attempt starts: from now on
+  // no older attempt (say, one still running behind a partition) can
+  // publish a checkpoint there (common/checkpoint_fence.h).
+  if (claimed.ok()) {
+    if (absl::Status fenced = RaiseCheckpointFence(*claimed, assign.attempt());
+        !fenced.ok())
+      LOG(WARNING) << "job " << assign.job_id() << ": " << fenced;
+  }
   const std::string checkpoint_dir = claimed.ok() ? *claimed : "";
   RankPlanOptions plan;
   plan.trainer_path = options_.trainer_path;
@@ -416,6 +557,11 @@ void Agent::OnAssign(const v1::Assign& assign) {
     s->set_state(v1::NODE_STATE_EXITED);
     s->set_exit_code(code);
     s->set_message(message);
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = nodes_.find(key);
+      if (it != nodes_.end()) it->second.exited = true;
+    }
     Enqueue(std::move(m));
   };
   LOG(INFO) << "starting job " << assign.job_id() << " attempt "

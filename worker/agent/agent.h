@@ -7,7 +7,17 @@
 // already seen for that job, and a Cancel names the attempt it cancels.
 // A node is forgotten only once its EXITED status was written to a stream,
 // so a reconnecting worker still reports a node that ended while it was
-// disconnected. Thread-safe; Run() blocks until Stop().
+// disconnected.
+//
+// Lease and self-fencing (DESIGN §5 "Fencing across a partition"): the
+// scheduler's Welcome acks the hello and gives the lease; each heartbeat
+// is acked (HeartbeatAck) once the scheduler's lease covers it. The
+// worker's lease runs from the send time of the newest acked message, so
+// it always ends no later than the scheduler's view of it. When it runs
+// out, every node is fenced: its ranks are stopped (SIGTERM, kill grace,
+// SIGKILL). A fenced node's EXITED goes only to a stream whose hello
+// reported it fenced (after its ranks are gone), so the scheduler requeues
+// it rather than failing the job. Thread-safe; Run() blocks until Stop().
 #ifndef TUPA_WORKER_AGENT_AGENT_H_
 #define TUPA_WORKER_AGENT_AGENT_H_
 
@@ -15,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -43,7 +54,9 @@ struct AgentOptions {
   std::string instance_id;
   std::string offering;  // price catalog offering: on-demand, spot, ...
   std::map<std::string, std::string> labels;
-  std::string advertise_addr = "127.0.0.1";
+  // The IP other nodes reach this one at (MASTER_ADDR); empty: the local
+  // address of each connection to the scheduler (advertise_addr.h).
+  std::string advertise_addr;
   std::string work_dir = ".tupa-worker";
   std::string checkpoint_root;  // shared by workers so attempts can resume
   std::string trainer_path;     // tupa-train
@@ -77,7 +90,11 @@ class Agent {
     std::unique_ptr<NodeRunner> runner;
     bool train = false;
     std::string line_buffer;  // rank 0 output, for progress lines
-    bool exited = false;
+    bool exited = false;  // every rank is gone (on_exit ran)
+    // When the lease ran out and its ranks were told to stop; InfinitePast
+    // while not fenced.
+    absl::Time fenced_at = absl::InfinitePast();
+    bool fenced() const { return fenced_at != absl::InfinitePast(); }
     std::vector<int32_t> devices;  // assigned device indexes
     // Its EXITED status, once written to a stream: kept (and resent on the
     // next stream) until the scheduler acks it (NodeExitAck).
@@ -106,7 +123,17 @@ class Agent {
   // A LogData message was written to the stream: it joins its rank's tail.
   void NoteLogSent(const v1::LogData& log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Enqueue(v1::WorkerMessage message);
-  v1::WorkerMessage MakeHello();
+  // The hello for a new stream, advertising `address`; records what it
+  // reports fenced and when it was made (the lease's start if acked).
+  v1::WorkerMessage MakeHello(const std::string& address);
+  // Fences every running node once the lease has run out; until Stop().
+  void FenceWatch();
+  void FenceIfLeaseExpired(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A node was fenced after this stream's hello was made: the stream must
+  // not carry its EXITED (the scheduler would take it for a failure).
+  bool FencedSinceHello() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool FencedNodesStopping() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnHeartbeatAck(uint64_t seq);
   // agent_metrics.cc: which rank process groups hold which device.
   std::vector<DeviceUse> DeviceUses();
   std::unique_ptr<WorkerMetrics> MakeMetrics();
@@ -117,6 +144,15 @@ class Agent {
   std::map<int64_t, int32_t> newest_attempt_ ABSL_GUARDED_BY(mu_);
   std::deque<v1::WorkerMessage> outbox_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+  // The lease from the Welcome (zero: none yet, no fencing) and when it
+  // started: the send time of the newest message the scheduler acked.
+  absl::Duration lease_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  absl::Time lease_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time hello_made_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::set<NodeKey> hello_fenced_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_heartbeat_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  std::deque<std::pair<uint64_t, absl::Time>> unacked_heartbeats_
+      ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   std::thread shutdown_thread_;

@@ -15,6 +15,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/checkpoint_fence.h"
+#include "common/status_macros.h"
 
 namespace tupa::trainer {
 namespace {
@@ -78,9 +80,8 @@ absl::Status ErrnoError(const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-absl::Status WriteFileDurably(const std::string& path,
-                              const std::string& data) {
-  const std::string tmp = path + ".tmp";
+// Writes `data` to `tmp` and fsyncs it.
+absl::Status WriteTempDurably(const std::string& tmp, const std::string& data) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("open " + tmp);
   size_t done = 0;
@@ -100,6 +101,11 @@ absl::Status WriteFileDurably(const std::string& path,
     return s;
   }
   ::close(fd);
+  return absl::OkStatus();
+}
+
+// Renames `tmp` to `path` and fsyncs the directory.
+absl::Status RenameDurably(const std::string& tmp, const std::string& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return ErrnoError("rename " + tmp);
   }
@@ -133,7 +139,7 @@ std::vector<std::pair<int64_t, std::string>> ListCheckpoints(
 }  // namespace
 
 absl::Status WriteCheckpoint(const std::string& dir, const CheckpointState& s,
-                             int keep) {
+                             int keep, int32_t attempt) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
@@ -162,12 +168,25 @@ absl::Status WriteCheckpoint(const std::string& dir, const CheckpointState& s,
             static_cast<uInt>(w.out().size())));
   w.Put<uint32_t>(crc);
   const std::string path = absl::StrFormat("%s/ckpt-%012d.bin", dir, s.step);
-  if (absl::Status st = WriteFileDurably(path, w.out()); !st.ok()) return st;
-  auto all = ListCheckpoints(dir);
-  for (size_t i = 0; i + keep < all.size(); ++i) {
-    fs::remove(all[i].second, ec);
+  // The temporary name is the attempt's own: two attempts never share one.
+  const std::string tmp = absl::StrCat(path, ".a", attempt, ".tmp");
+  if (absl::Status st = WriteTempDurably(tmp, w.out()); !st.ok()) {
+    fs::remove(tmp, ec);
+    return st;
   }
-  return absl::OkStatus();
+  // Only the attempt the fence allows renames into place and prunes: a
+  // stale one could otherwise replace or delete what the current attempt
+  // resumes from.
+  absl::Status published = PublishFenced(dir, attempt, [&] {
+    RETURN_IF_ERROR(RenameDurably(tmp, path));
+    auto all = ListCheckpoints(dir);
+    for (size_t i = 0; i + keep < all.size(); ++i) {
+      fs::remove(all[i].second, ec);
+    }
+    return absl::OkStatus();
+  });
+  if (!published.ok()) fs::remove(tmp, ec);
+  return published;
 }
 
 std::optional<std::string> FindLatestCheckpoint(const std::string& dir) {

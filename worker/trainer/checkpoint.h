@@ -42,9 +42,14 @@ struct CheckpointState {
 };
 
 // Writes ckpt-<step>.bin atomically into `dir` (created if missing) and
-// deletes all but the newest `keep` checkpoints.
+// deletes all but the newest `keep` checkpoints. Fenced by `attempt`
+// (common/checkpoint_fence.h): the rename into place and the deletions
+// happen under the directory's LOCK and only while its FENCE is not above
+// `attempt`; FailedPrecondition (nothing published, the temporary file
+// removed) when a newer attempt has started. `attempt` 0: unfenced.
 absl::Status WriteCheckpoint(const std::string& dir,
-                             const CheckpointState& state, int keep = 2);
+                             const CheckpointState& state, int keep = 2,
+                             int32_t attempt = 0);
 
 // Path of the checkpoint with the highest step in `dir`, or nullopt when
 // there is none (or the directory does not exist).

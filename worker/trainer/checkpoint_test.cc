@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/checkpoint_fence.h"
 #include "gtest/gtest.h"
 
 namespace tupa::trainer {
@@ -111,6 +112,32 @@ TEST(CheckpointTest, ACorruptNewestFallsBackToTheOneBefore) {
   fs::resize_file((*good)->first, 20);
   EXPECT_EQ(ReadNewestGoodCheckpoint(dir).status().code(),
             absl::StatusCode::kDataLoss);
+  fs::remove_all(dir);
+}
+
+TEST(CheckpointTest, AStaleAttemptsWriteAfterTheNewAttemptStartedIsRefused) {
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteCheckpoint(dir, Sample(10), 2, /*attempt=*/1).ok());
+  ASSERT_TRUE(WriteCheckpoint(dir, Sample(20), 2, /*attempt=*/1).ok());
+  // Attempt 2 starts: it fences the directory, then resumes from step 20.
+  ASSERT_TRUE(RaiseCheckpointFence(dir, 2).ok());
+  // Attempt 1 (partitioned, still running) writes a later step: refused,
+  // and it neither replaced nor pruned what attempt 2 resumes from.
+  const absl::Status stale = WriteCheckpoint(dir, Sample(30), 1, 1);
+  EXPECT_TRUE(absl::IsFailedPrecondition(stale)) << stale;
+  EXPECT_EQ(*FindLatestCheckpoint(dir),
+            absl::StrCat(dir, "/ckpt-000000000020.bin"));
+  EXPECT_TRUE(fs::exists(absl::StrCat(dir, "/ckpt-000000000010.bin")));
+  // Nor did it leave its temporary file behind.
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  // The same step written again by the stale attempt is refused too (it
+  // would replace the file attempt 2 read).
+  EXPECT_FALSE(WriteCheckpoint(dir, Sample(20), 2, 1).ok());
+  // The current attempt writes and prunes as before.
+  ASSERT_TRUE(WriteCheckpoint(dir, Sample(40), 2, 2).ok());
+  EXPECT_EQ(*FindLatestCheckpoint(dir),
+            absl::StrCat(dir, "/ckpt-000000000040.bin"));
   fs::remove_all(dir);
 }
 

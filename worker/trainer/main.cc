@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
       EnvInt("LOCAL_RANK", 0, 0, kMaxRanks - 1),
       EnvInt("MASTER_PORT", 29500, 1, 65535),
       EnvInt("LOCAL_WORLD_SIZE", 1, 1, kMaxRanks),
-      EnvInt("TUPA_RENDEZVOUS_TIMEOUT_S", 300, 1, 7 * 24 * 3600)};
+      EnvInt("TUPA_RENDEZVOUS_TIMEOUT_S", 300, 1, 7 * 24 * 3600),
+      EnvInt("TUPA_ATTEMPT", 0, 0, 1 << 30)};
   for (const absl::StatusOr<int>& e : env) {
     if (!e.ok()) {
       std::cerr << "tupa-train: " << e.status().message() << "\n";
@@ -220,6 +221,7 @@ int main(int argc, char** argv) {
   options.local_rank = *env[2];
   options.master_port = *env[3];
   options.timeout = absl::Seconds(*env[5]);
+  options.attempt = *env[6];
   if (options.rank >= options.world_size) {
     std::cerr << "tupa-train: RANK=" << options.rank
               << " is not below WORLD_SIZE=" << options.world_size << "\n";

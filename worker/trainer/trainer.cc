@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/checkpoint_fence.h"
 #include "common/status_macros.h"
 #include "worker/trainer/checkpoint.h"
 #include "worker/trainer/cpu/cpu_backend.h"
@@ -179,6 +180,10 @@ absl::Status Run::RestoreOrInit() {
   // sent to every rank like DDP's initial parameter broadcast.
   std::optional<CheckpointState> ckpt;
   if (options_.rank == 0 && !options_.checkpoint_dir.empty()) {
+    // Before the resume point is read: from now on no older attempt can
+    // publish into the directory.
+    RETURN_IF_ERROR(
+        RaiseCheckpointFence(options_.checkpoint_dir, options_.attempt));
     ASSIGN_OR_RETURN(auto newest,
                      ReadNewestGoodCheckpoint(options_.checkpoint_dir));
     if (newest.has_value()) {
@@ -273,7 +278,8 @@ absl::Status Run::SaveCheckpoint(int64_t step, double last_loss) {
     RETURN_IF_ERROR(backend_->CopyToHost(
         states[i]->data(), optimizer_->state(i), n * sizeof(float)));
   }
-  return WriteCheckpoint(options_.checkpoint_dir, s);
+  return WriteCheckpoint(options_.checkpoint_dir, s, /*keep=*/2,
+                         options_.attempt);
 }
 
 absl::StatusOr<double> Run::ReadLoss() {

@@ -55,6 +55,10 @@ struct RunOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string checkpoint_dir;    // empty: no checkpoints, no resume
+  // The job attempt (TUPA_ATTEMPT; 0 outside the scheduler). Rank 0 raises
+  // the checkpoint directory's fence to it before resuming, and its writes
+  // are refused once a newer attempt has started (common/checkpoint_fence.h).
+  int32_t attempt = 0;
   std::string backend = "auto";  // "auto" | "cpu" | "cuda"
   // CPU backend: GEMM threads per rank; 0 keeps the BLAS default
   // (OPENBLAS_NUM_THREADS or all cores).
