@@ -1,9 +1,11 @@
 """100 ms +- 20 ms delay and 1 % loss on every host's link (issue 17,
-must-show 3): a 2-node training job of 200 steps, run once on the clean
+must-show 3): a 2-node training job of 100 steps, run once on the clean
 network and once with every link degraded, succeeds both times with the
 same losses (bit-identical log lines: Gloo's all-reduce is exact whatever
 the network does), and no worker is declared lost (the lease and the
-keepalives survive the latency and the loss)."""
+keepalives survive the latency and the loss). Each step waits on a few
+sequential round trips of Gloo's all-reduce: about 1.2 s a step on these
+links, so the job is 100 steps to stay within a few minutes."""
 
 import os
 import re
@@ -19,7 +21,7 @@ train:
   model: {type: mlp, layers: [784, 32, 10]}
   data: {format: idx, path: /usr/share/datasets/fashion-mnist}
   batch_size: 32
-  steps: 200
+  steps: 100
   log_every: 20
   optimizer: {name: adamw, lr: 0.001}
   precision: fp32
@@ -48,12 +50,12 @@ class MultiHostDelayTest(unittest.TestCase):
             clean = int(st.submit("-f", spec)["id"])
             st.wait_job(clean, "SUCCEEDED", timeout=120)
             want = losses(st.cli("logs", str(clean)).stdout)
-            self.assertEqual(len(want), 10, want)
+            self.assertEqual(len(want), 5, want)
 
             for h in hosts:
                 net.delay(h, 100, 20, loss=0.01)
             slow = int(st.submit("-f", spec)["id"])
-            done = st.wait_job(slow, "SUCCEEDED", timeout=200)
+            done = st.wait_job(slow, "SUCCEEDED", timeout=240)
             self.assertEqual(done["attempt"], 1, done)
             self.assertEqual({p["worker_id"] for p in done["placements"]}, {"host1", "host2"})
             self.assertEqual(losses(st.cli("logs", str(slow)).stdout), want)
