@@ -470,6 +470,9 @@ void ApplyJobSpecDefaults(v1::JobSpec& spec) {
   if (r->nodes() == 0) r->set_nodes(1);
   if (spec.launch() == v1::LAUNCH_MODE_UNSPECIFIED)
     spec.set_launch(v1::LAUNCH_MODE_PER_GPU);
+  // A job that asks for neither GPUs nor CPU still uses a core per rank:
+  // without it, any number of them fit one worker (DESIGN §5).
+  if (r->gpus() == 0 && r->cpu() == 0) r->set_cpu(RanksPerNode(spec));
   if (spec.has_train()) {
     auto* t = spec.mutable_train();
     if (t->model().type().empty()) t->mutable_model()->set_type("mlp");

@@ -94,9 +94,13 @@ absl::Status SchedulerCore::Start() {
         auto closed = pricing::Money::FromString(u->second.closed_cost);
         if (closed.ok()) active.closed_cost = *closed;
       }
+      // Usage counts open allocations up to now; the view keeps the
+      // closed part and adds the open ones itself.
+      if (u != usage.end()) active.closed_gpu_seconds = u->second.gpu_seconds;
       active.job = std::move(j);
       AddJob(std::move(active));
     }
+    std::set<int64_t> placements_rebuilt;
     for (const AllocationRecord& a : allocs) {
       Alloc alloc;
       alloc.worker_id = a.worker_id;
@@ -120,6 +124,22 @@ absl::Status SchedulerCore::Start() {
         alloc.memory = job->second.job.spec().resources().memory_bytes();
         alloc.team = job->second.job.spec().team();
       }
+      if (job != jobs_.end()) {
+        job->second.closed_gpu_seconds -=
+            alloc.gpus * absl::ToDoubleSeconds(now - alloc.started);
+        // The reads show the current attempt's nodes (GetJob reads them
+        // from the open allocations, as JobStore::GetJob does).
+        if (a.attempt == job->second.job.attempt()) {
+          if (!placements_rebuilt.count(a.job_id)) {
+            job->second.job.clear_placements();
+            placements_rebuilt.insert(a.job_id);
+          }
+          v1::Placement* p = job->second.job.add_placements();
+          p->set_worker_id(a.worker_id);
+          p->set_node_rank(a.node_rank);
+          for (int32_t d : a.device_indexes) p->add_device_indexes(d);
+        }
+      }
       AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
     ReconcileEndedNodes(ended);
@@ -139,6 +159,8 @@ absl::Status SchedulerCore::Start() {
         active.budget_checked = now;
       }
     }
+    FlushWrites();  // what ReconcileEndedNodes decided
+    PublishReads(now);
     LOG(INFO) << "rebuilt from PostgreSQL: " << jobs_.size() << " active jobs, "
               << allocs_.size() << " open allocations, " << workers_.size()
               << " known workers; request mix of the last "
@@ -166,22 +188,35 @@ void SchedulerCore::Shutdown() {
 }
 
 void SchedulerCore::Loop() {
+  // Wake-ups (a submit, a node exit) make the next cycle come sooner, but
+  // not more often than every kMinCycleGap: a burst of submits then costs
+  // a few passes, not one each. Writes queued by the worker streams are
+  // committed as soon as the loop is free (group commit: what arrives
+  // during one commit goes into the next), each round then published.
+  constexpr absl::Duration kMinCycleGap = absl::Milliseconds(20);
+  absl::Time last_cycle = absl::InfinitePast();
   while (true) {
-    // Wake-ups (a submit, a node exit) make the next cycle come sooner, but
-    // not more often than every kMinCycleGap: a burst of submits then costs
-    // a few passes, not one each.
-    constexpr absl::Duration kMinCycleGap = absl::Milliseconds(20);
-    absl::SleepFor(kMinCycleGap);
+    bool cycle = false;
     {
       absl::MutexLock lock(&mu_);
-      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return wake_ || stopping_;
+      const bool woken = wake_;
+      const absl::Time due =
+          woken ? std::min(next_cycle_, last_cycle + kMinCycleGap)
+                : next_cycle_;
+      auto ready = [this, woken]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !batch_writes_.empty() || (!woken && wake_);
       };
-      mu_.AwaitWithTimeout(absl::Condition(&woken), options_.cycle_interval);
+      mu_.AwaitWithDeadline(absl::Condition(&ready), due);
+      FlushWrites();
       if (stopping_) return;
-      wake_ = false;
+      const absl::Time now = absl::Now();
+      cycle = now >= next_cycle_ || (wake_ && now >= last_cycle + kMinCycleGap);
+      if (!cycle) PublishReads(now);
     }
-    RunCycle();
+    if (cycle) {
+      last_cycle = absl::Now();
+      RunCycle();
+    }
   }
 }
 
@@ -191,6 +226,8 @@ void SchedulerCore::RunCycle() {
   absl::Time gauges_from;
   {
     absl::MutexLock lock(&mu_);
+    wake_ = false;
+    next_cycle_ = now + options_.cycle_interval;
     RetryDeferred(now);
     CheckLeases(now);
     CheckGangFailures(now);
@@ -210,6 +247,8 @@ void SchedulerCore::RunCycle() {
       gauges_from = absl::Now();
       gauges = GaugesView(now);
     }
+    FlushWrites();
+    PublishReads(absl::Now());
   }
   // One labelled series per job: built outside mu_, so that submits do not
   // wait for it.
@@ -220,8 +259,10 @@ void SchedulerCore::RunCycle() {
 }
 
 void SchedulerCore::CheckLeases(absl::Time now) {
-  std::set<std::string> busy;
-  for (const auto& [key, a] : allocs_) busy.insert(a.worker_id);
+  auto busy = [this](const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = worker_allocs_.find(id);
+    return it != worker_allocs_.end() && !it->second.empty();
+  };
   std::vector<std::string> lost;
   for (auto& [id, w] : workers_) {
     const auto state = w.info.state();
@@ -230,13 +271,12 @@ void SchedulerCore::CheckLeases(absl::Time now) {
     // reconnect like any known worker, then its jobs are requeued.
     const bool live =
         state == v1::WORKER_STATE_UP || state == v1::WORKER_STATE_DRAINING;
-    if ((!live && !busy.count(id)) ||
-        now - w.last_seen <= options_.worker_timeout)
+    if ((!live && !busy(id)) || now - w.last_seen <= options_.worker_timeout)
       continue;
     // Told to shut down, with nothing on it: a hook that powers the
     // machine off ends the stream without a goodbye. Stopped, not lost
     // (no TupaWorkerLost page for every idle shutdown).
-    if (!w.stop_reason.empty() && !busy.count(id)) {
+    if (!w.stop_reason.empty() && !busy(id)) {
       MarkStopped(w, w.last_seen);
       continue;
     }
@@ -264,9 +304,13 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
     v.memory_total = v.memory_free = w.info.memory_bytes();
     if (w.price)
       v.price_per_gpu_hour = pricing::PriceAt(*w.price, absl::Now()).ToDouble();
-    v.schedulable = w.session != nullptr &&
-                    w.info.state() == v1::WORKER_STATE_UP &&
-                    w.stop_reason.empty();
+    auto placed = worker_allocs_.find(id);
+    const size_t nodes_here =
+        placed == worker_allocs_.end() ? 0 : placed->second.size();
+    v.schedulable =
+        w.session != nullptr && w.info.state() == v1::WORKER_STATE_UP &&
+        w.stop_reason.empty() &&
+        nodes_here < static_cast<size_t>(options_.max_nodes_per_worker);
     views[id] = std::move(v);
   }
   for (const auto& [key, a] : allocs_) {
@@ -345,6 +389,11 @@ std::vector<RunningJob> SchedulerCore::RunningJobs() {
 }
 
 void SchedulerCore::Schedule(absl::Time now) {
+  // Nothing placement depends on changed: the last pass's answer stands.
+  // Time alone changes it (reservations, backfill windows) once a second.
+  if (!placement_dirty_ && now - last_pass_ < absl::Seconds(1)) return;
+  placement_dirty_ = false;
+  last_pass_ = now;
   // Skipped passes leave no stale reasons behind; WhyJob computes its own.
   last_pending_.clear();
   std::vector<NodeView> nodes = NodeViews();
@@ -359,16 +408,45 @@ void SchedulerCore::Schedule(absl::Time now) {
   if (UsesRequestMix(options.policy)) options.request_mix = recent_mix_.Mix();
   PlacementPlan plan =
       PlaceJobs(std::move(nodes), pending, RunningJobs(), options);
-  for (const JobPlacement& p : plan.placed) StartPlacement(p, now);
+  // The pass's bounds: at most max_starts_per_pass jobs, and no worker
+  // past max_nodes_per_worker nodes. What is cut waits for the next pass,
+  // which comes at once.
+  std::map<std::string, size_t> nodes_on;
+  std::vector<JobPlacement> start;
+  for (JobPlacement& p : plan.placed) {
+    if (static_cast<int>(start.size()) >= options_.max_starts_per_pass) {
+      WakePlacement();
+      break;
+    }
+    bool fits = true;
+    for (const NodeAssignment& n : p.nodes) {
+      auto [it, fresh] = nodes_on.try_emplace(n.worker_id, 0);
+      if (fresh) {
+        auto placed = worker_allocs_.find(n.worker_id);
+        it->second = placed == worker_allocs_.end() ? 0 : placed->second.size();
+      }
+    }
+    for (const NodeAssignment& n : p.nodes)
+      fits &= nodes_on[n.worker_id] + 1 <=
+              static_cast<size_t>(options_.max_nodes_per_worker);
+    if (!fits) {
+      WakePlacement();
+      continue;
+    }
+    for (const NodeAssignment& n : p.nodes) ++nodes_on[n.worker_id];
+    start.push_back(std::move(p));
+  }
+  AssignPlacements(start, now);
   last_pending_ = std::move(plan.pending);
 }
 
 int32_t SchedulerCore::PickMasterPort(const std::string& worker_id,
                                       int64_t job_id, int32_t attempt) {
-  std::set<int32_t> used;
-  for (const auto& [key, a] : allocs_)
-    if (a.worker_id == worker_id && std::get<2>(key) == 0)
-      used.insert(a.master_port);
+  std::set<int32_t> used = taken_ports_[worker_id];
+  if (auto placed = worker_allocs_.find(worker_id);
+      placed != worker_allocs_.end())
+    for (const AllocKey& key : placed->second)
+      if (std::get<2>(key) == 0) used.insert(allocs_[key].master_port);
   const int count = options_.master_port_count;
   const int start = static_cast<int>(
       (job_id * 131 + attempt * 7 + master_port_salt_) % count);
@@ -379,20 +457,13 @@ int32_t SchedulerCore::PickMasterPort(const std::string& worker_id,
   return options_.master_port_base + start;
 }
 
-void SchedulerCore::StartPlacement(const JobPlacement& placement,
-                                   absl::Time now) {
-  auto it = jobs_.find(placement.job_id);
-  if (it == jobs_.end() || placement.nodes.empty()) return;
-  ActiveJob& job = it->second;
-  const v1::JobSpec& spec = job.job.spec();
-  const int32_t attempt = job.job.attempt();
-  const std::string& master_worker = placement.nodes[0].worker_id;
-  const int32_t master_port =
-      PickMasterPort(master_worker, job.job.id(), attempt);
+std::vector<AllocationRecord> SchedulerCore::RecordsOf(
+    const JobPlacement& placement, int32_t attempt, int32_t master_port,
+    absl::Time now) {
   std::vector<AllocationRecord> records;
   for (const NodeAssignment& n : placement.nodes) {
     AllocationRecord r;
-    r.job_id = job.job.id();
+    r.job_id = placement.job_id;
     r.attempt = attempt;
     r.worker_id = n.worker_id;
     r.node_rank = n.node_rank;
@@ -406,12 +477,55 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     r.started_at_ms = absl::ToUnixMillis(now);
     records.push_back(std::move(r));
   }
-  if (absl::Status s = store_->AssignJob(job.job.id(), attempt, records);
-      !s.ok()) {
-    LOG(WARNING) << "assigning job " << job.job.id() << " failed: " << s;
-    if (absl::IsFailedPrecondition(s)) ReleaseStrandedAssignment(job);
-    return;
+  return records;
+}
+
+void SchedulerCore::AssignPlacements(const std::vector<JobPlacement>& placed,
+                                     absl::Time now) {
+  for (const JobPlacement& p : placed) {
+    auto it = jobs_.find(p.job_id);
+    if (it == jobs_.end() || p.nodes.empty()) continue;
+    const int64_t id = p.job_id;
+    const int32_t attempt = it->second.job.attempt();
+    const std::string& master = p.nodes[0].worker_id;
+    // Taken until the batch commits: two jobs of one pass led by the same
+    // worker get different ports.
+    const int32_t port = PickMasterPort(master, id, attempt);
+    taken_ports_[master].insert(port);
+    std::vector<AllocationRecord> records = RecordsOf(p, attempt, port, now);
+    Write(
+        absl::StrCat("the assignment of job ", id, " attempt ", attempt),
+        [&](WriteBatch& b) {
+          return b.AssignJob(id, attempt, std::move(records));
+        },
+        nullptr,
+        [this, p, id, attempt, port, now](const absl::Status& s)
+            ABSL_NO_THREAD_SAFETY_ANALYSIS {  // under mu_ (FlushWrites)
+              auto j = jobs_.find(id);
+              if (j == jobs_.end() || j->second.job.attempt() != attempt)
+                return;
+              if (!s.ok()) {
+                // Unavailable: still PENDING here; the next pass retries.
+                LOG(WARNING) << "assigning job " << id << " failed: " << s;
+                if (absl::IsFailedPrecondition(s))
+                  ReleaseStrandedAssignment(j->second);
+                return;
+              }
+              StartPlacement(p, port, now);
+            });
   }
+  FlushWrites();
+  taken_ports_.clear();
+}
+
+void SchedulerCore::StartPlacement(const JobPlacement& placement,
+                                   int32_t master_port, absl::Time now) {
+  auto it = jobs_.find(placement.job_id);
+  if (it == jobs_.end() || placement.nodes.empty()) return;
+  ActiveJob& job = it->second;
+  const v1::JobSpec& spec = job.job.spec();
+  const int32_t attempt = job.job.attempt();
+  const std::string& master_worker = placement.nodes[0].worker_id;
   job.job.set_state(v1::JOB_STATE_ASSIGNED);
   job.assigned_at = now;
   metrics_->JobPlaced(job.job.id(), spec.team(), job.job.created_at(), now);
@@ -462,6 +576,7 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   LOG(INFO) << "job " << job.job.id() << " attempt " << attempt
             << " assigned to " << nnodes << " node(s), master " << master_worker
             << ":" << master_port;
+  Touch(job.job.id());
   Changed();
 }
 
@@ -520,13 +635,21 @@ void SchedulerCore::FinishJob(ActiveJob& job, v1::JobState state,
     return store->FinishJob(id, attempt, state, exit_code, message,
                             /*close_allocations=*/false);
   };
-  absl::Status s = write();
-  if (absl::IsUnavailable(s)) {
-    Defer(absl::StrCat("the end of job ", id, " attempt ", attempt), write);
-  } else if (!s.ok()) {
-    LOG(ERROR) << "recording the end of job " << id << ": " << s;
-  }
+  Write(
+      absl::StrCat("the end of job ", id, " attempt ", attempt),
+      [&](WriteBatch& b) {
+        return b.FinishJob(id, attempt, state, exit_code, message);
+      },
+      write,
+      [id](const absl::Status& s) {
+        if (!s.ok())
+          LOG(ERROR) << "recording the end of job " << id << ": " << s;
+      });
   job.terminal = true;
+  // In milliseconds, as PostgreSQL's copy is read back.
+  *job.job.mutable_finished_at() =
+      TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(absl::Now()));
+  Touch(id);
   job.job.set_state(state);
   job.job.set_exit_code(exit_code);
   job.job.set_message(message);
@@ -613,7 +736,8 @@ void SchedulerCore::MarkRequeued(ActiveJob& job, int32_t next,
   job.requeue_deferred = false;
   LOG(INFO) << "job " << id << " requeued as attempt " << next << ": "
             << reason;
-  wake_ = true;
+  Touch(id);
+  WakePlacement();
   Changed();
 }
 
@@ -634,6 +758,7 @@ void SchedulerCore::AddJob(ActiveJob active) {
   recent_mix_.Add(RequestOf(active.job));
   if (active.job.spec().start_window() == "off-peak") off_peak_jobs_.insert(id);
   jobs_.insert_or_assign(id, std::move(active));
+  Touch(id);
 }
 
 void SchedulerCore::ForgetIfDone(int64_t job_id) {
@@ -641,6 +766,11 @@ void SchedulerCore::ForgetIfDone(int64_t job_id) {
   if (it == jobs_.end() || !it->second.terminal) return;
   auto a = allocs_.lower_bound({job_id, 0, 0});
   if (a != allocs_.end() && std::get<0>(a->first) == job_id) return;
+  auto last =
+      std::const_pointer_cast<ReadView::JobEntry>(ReadEntryOf(it->second));
+  last->final = true;
+  forgotten_.push_back(std::move(last));
+  dirty_jobs_.erase(job_id);
   jobs_.erase(it);
 }
 
@@ -708,42 +838,10 @@ void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held,
                 << " was committed in doubt; adding it on its retry";
     }
     AddJob(std::move(active));
-    wake_ = true;
+    WakePlacement();
     Changed();
   }
   metrics_->JobSubmitted(job.spec());
-}
-
-absl::StatusOr<v1::Job> SchedulerCore::GetJob(int64_t id) {
-  ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
-  ASSIGN_OR_RETURN(JobUsage usage, store_->GetJobUsage(id));
-  absl::MutexLock lock(&mu_);
-  FillUsage(job, usage, absl::Now());
-  auto it = jobs_.find(id);
-  // Progress is written to PostgreSQL at most every few seconds; the view
-  // has the latest.
-  if (it != jobs_.end() && it->second.job.attempt() == job.attempt() &&
-      it->second.job.has_progress())
-    *job.mutable_progress() = it->second.job.progress();
-  return job;
-}
-
-absl::StatusOr<std::vector<v1::Job>> SchedulerCore::ListJobs(
-    const JobFilter& filter) {
-  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->ListJobs(filter));
-  std::vector<int64_t> ids;
-  for (const v1::Job& job : jobs) ids.push_back(job.id());
-  ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(ids));
-  absl::MutexLock lock(&mu_);
-  const absl::Time now = absl::Now();
-  for (v1::Job& job : jobs) {
-    FillUsage(job, usage[job.id()], now);
-    auto it = jobs_.find(job.id());
-    if (it != jobs_.end() && it->second.job.attempt() == job.attempt() &&
-        it->second.job.has_progress())
-      *job.mutable_progress() = it->second.job.progress();
-  }
-  return jobs;
 }
 
 absl::StatusOr<v1::Job> SchedulerCore::CancelJob(int64_t id,

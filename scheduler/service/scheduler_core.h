@@ -10,6 +10,14 @@
 // Fencing: every job message carries (job, attempt); results of an attempt
 // that is not current are ignored and a worker still running one is told to
 // cancel it. Thread-safe; one mutex guards the view.
+//
+// Fleet scale (DESIGN §5 "Throughput and responsiveness"): the view's
+// writes of job state (assignments, RUNNING, allocation closes, job ends,
+// progress) are queued in a WriteBatch and committed by the loop in one
+// transaction per round (group commit); what depends on them (an Assign to
+// a worker, an exit ack) happens only after that commit. GetJob, ListJobs
+// and ListWorkers never take the view's mutex: they read the ReadView the
+// loop publishes after each commit (at most one round old).
 #ifndef TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 #define TUPA_SCHEDULER_SERVICE_SCHEDULER_CORE_H_
 
@@ -39,10 +47,12 @@
 #include "scheduler/pricing/price_catalog.h"
 #include "scheduler/service/fleet_shapes.h"
 #include "scheduler/service/log_store.h"
+#include "scheduler/service/read_view.h"
 #include "scheduler/service/scheduler_metrics.h"
 #include "scheduler/service/worker_session.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/submit_batcher.h"
+#include "scheduler/store/write_batch.h"
 #include "tupa/v1/cluster.pb.h"
 #include "tupa/v1/job_service.pb.h"
 #include "tupa/v1/worker_protocol.pb.h"
@@ -61,6 +71,13 @@ struct SchedulerOptions {
   std::shared_ptr<const pricing::PriceCatalog> pricing;
   // Idle shutdown, scale-up and zombie-job policy; nullopt: off.
   std::optional<idle::IdlePolicy> idle;
+  // A worker runs at most this many job nodes at once (Kubernetes caps
+  // pods per node at 110 the same way).
+  int max_nodes_per_worker = 110;
+  // Bounds on one placement pass, so that a deep queue never holds the
+  // view for long (Slurm's sched_max_job_start): at most this many jobs
+  // start per pass; the rest wait for the next pass, which comes at once.
+  int max_starts_per_pass = 2000;
 };
 
 // What placement needs of a job: its request per node, priority, team,
@@ -159,6 +176,8 @@ class SchedulerCore {
     // Its requeue waits for PostgreSQL (deferred): the old attempt is
     // over, and its nodes' exits decide nothing.
     bool requeue_deferred = false;
+    // GPU-seconds of its closed allocations, all attempts.
+    double closed_gpu_seconds = 0;
   };
 
   struct WorkerEntry {
@@ -188,8 +207,10 @@ class SchedulerCore {
   // held) and what runs now.
   std::vector<JobRequest> PendingRequests() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<RunningJob> RunningJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartPlacement(const JobPlacement& placement, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The view's half of a committed assignment: allocations, ASSIGNED, and
+  // an Assign to each node's worker.
+  void StartPlacement(const JobPlacement& placement, int32_t master_port,
+                      absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker told to shut down is gone: OFFLINE with its stop reason, its
   // uptime closed at `at`.
   void MarkStopped(WorkerEntry& w, absl::Time at)
@@ -243,7 +264,47 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Send(const std::string& worker_id, v1::SchedulerMessage message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { ++version_; }
+  // Queues one change in the round's WriteBatch (`add` puts it there).
+  // `done` runs under mu_ once the change is final: with its status after
+  // the batch commits; or, when the whole transaction failed, after
+  // `single` (the same change as one JobStore call) ran on its own, at
+  // once or, while the database is down, from RetryDeferred. A null
+  // `single` gives `done` the transaction's error instead.
+  void Write(std::string what, const std::function<size_t(WriteBatch&)>& add,
+             std::function<absl::Status()> single,
+             std::function<void(const absl::Status&)> done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits the queued batch and runs the changes' `done`.
+  void FlushWrites() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The reads' copy of a job (read_view.h), and publishing what changed.
+  std::shared_ptr<const ReadView::JobEntry> ReadEntryOf(const ActiveJob& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Touch(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    dirty_jobs_.insert(job_id);
+  }
+  void PublishReads(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<v1::Worker> BuildWorkerViews() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Something placement depends on changed: the next cycle runs a pass
+  // (and comes sooner).
+  void WakePlacement() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    wake_ = true;
+    placement_dirty_ = true;
+  }
+  // Queues the assignment of each placement (one transaction for the
+  // pass); StartPlacement runs for those that committed.
+  void AssignPlacements(const std::vector<JobPlacement>& placed, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rows AssignJob stores for `placement`.
+  std::vector<AllocationRecord> RecordsOf(const JobPlacement& placement,
+                                          int32_t attempt, int32_t master_port,
+                                          absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Something a watcher (WaitForChange) or the published worker list may
+  // show changed.
+  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++version_;
+    workers_dirty_ = true;
+  }
   // Adds (or replaces) an active job of the view, indexing it for the
   // per-cycle passes that only concern some jobs.
   void AddJob(ActiveJob active) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -328,8 +389,6 @@ class SchedulerCore {
   pricing::Money RunningTeamCost(const std::string& team, absl::Time since,
                                  absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FillUsage(v1::Job& job, const JobUsage& usage, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // scheduler_core_idle.cc: the idle policy, once a second.
   void RunIdlePolicy(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   idle::Snapshot IdleSnapshot(absl::Time now)
@@ -383,6 +442,9 @@ class SchedulerCore {
   // The keys of allocs_ by their job's team: a budgeted submit prices its
   // team's running allocations, not every open one (RunningTeamCost).
   std::map<std::string, std::set<AllocKey>> team_allocs_ ABSL_GUARDED_BY(mu_);
+  // The keys of allocs_ by worker: what runs on each, without a walk of
+  // every open allocation (AddAlloc / EraseAlloc keep it in step).
+  std::map<std::string, std::set<AllocKey>> worker_allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   // The shapes of workers_ (every worker known, whatever its state), for
   // admission's "could this job ever fit" check.
@@ -391,6 +453,29 @@ class SchedulerCore {
   // skips placement, so WhyJob then computes the reason itself.
   std::map<int64_t, PendingInfo> last_pending_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  // The round's queued writes and, by index, what runs once each is final.
+  WriteBatch batch_ ABSL_GUARDED_BY(mu_);
+  struct QueuedWrite {
+    std::string what;
+    std::function<absl::Status()> single;
+    std::function<void(const absl::Status&)> done;
+  };
+  std::vector<QueuedWrite> batch_writes_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose ReadView entry is stale, and the last entries of jobs the
+  // view forgot (ForgetIfDone), published by PublishReads.
+  std::set<int64_t> dirty_jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<const ReadView::JobEntry>> forgotten_
+      ABSL_GUARDED_BY(mu_);
+  bool workers_dirty_ ABSL_GUARDED_BY(mu_) = true;
+  absl::Time workers_published_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Whether a placement pass could start something it could not before.
+  bool placement_dirty_ ABSL_GUARDED_BY(mu_) = true;
+  absl::Time last_pass_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // Cycles are due at this time (cycle_interval after the last).
+  absl::Time next_cycle_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  ReadView reads_;
+  // Master ports given to this pass's assignments before they commit.
+  std::map<std::string, std::set<int32_t>> taken_ports_ ABSL_GUARDED_BY(mu_);
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

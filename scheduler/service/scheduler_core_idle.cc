@@ -210,6 +210,7 @@ void SchedulerCore::RunIdlePolicy(absl::Time now) {
                 absl::StrCat("ZOMBIE: ", z.reason));
     } else {
       j->second.job.set_message(absl::StrCat("ZOMBIE: ", z.reason));
+      Touch(z.job_id);
       Changed();
     }
   }

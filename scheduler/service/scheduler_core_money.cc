@@ -107,23 +107,27 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
     return store->CloseAllocation(job_id, attempt, node, end_ms, cost, currency,
                                   exit_code);
   };
-  absl::Status s = write();
-  if (absl::IsUnavailable(s)) {
-    Defer(absl::StrCat("the allocation of job ", job_id, " attempt ", attempt,
-                       " node ", node),
-          [write, recorded] {
-            absl::Status later = write();
-            // Anything but Unavailable is final (RetryDeferred drops it).
-            if (!absl::IsUnavailable(later) && recorded) recorded();
-            return later;
-          });
-    return;
+  if (auto j = jobs_.find(job_id); j != jobs_.end()) {
+    j->second.closed_gpu_seconds +=
+        alloc.gpus *
+        absl::ToDoubleSeconds(std::max(end, alloc.started) - alloc.started);
+    Touch(job_id);
   }
-  if (!s.ok()) {
-    LOG(ERROR) << "closing allocation of job " << job_id << " attempt "
-               << attempt << " node " << node << ": " << s;
-  }
-  if (recorded) recorded();
+  Write(
+      absl::StrCat("the allocation of job ", job_id, " attempt ", attempt,
+                   " node ", node),
+      [&](WriteBatch& b) {
+        return b.CloseAllocation(job_id, attempt, node, absl::ToUnixMillis(end),
+                                 cost, currency, exit_code);
+      },
+      write,
+      [recorded, job_id = job_id, attempt = attempt,
+       node = node](const absl::Status& s) {
+        if (!s.ok())
+          LOG(ERROR) << "closing allocation of job " << job_id << " attempt "
+                     << attempt << " node " << node << ": " << s;
+        if (recorded) recorded();
+      });
 }
 
 void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {
@@ -264,6 +268,8 @@ Money SchedulerCore::RunningTeamCost(const std::string& team, absl::Time since,
 
 void SchedulerCore::AddAlloc(const AllocKey& key, Alloc alloc) {
   team_allocs_[alloc.team].insert(key);
+  worker_allocs_[alloc.worker_id].insert(key);
+  Touch(std::get<0>(key));
   allocs_[key] = std::move(alloc);
 }
 
@@ -275,6 +281,13 @@ void SchedulerCore::EraseAlloc(const AllocKey& key) {
     keys->second.erase(key);
     if (keys->second.empty()) team_allocs_.erase(keys);
   }
+  auto placed = worker_allocs_.find(it->second.worker_id);
+  if (placed != worker_allocs_.end()) {
+    placed->second.erase(key);
+    if (placed->second.empty()) worker_allocs_.erase(placed);
+  }
+  Touch(std::get<0>(key));
+  placement_dirty_ = true;  // its devices are free
   allocs_.erase(it);
 }
 
@@ -299,7 +312,8 @@ void SchedulerCore::EnforceBudgets(absl::Time now) {
       absl::Status s = CheckBudget(spec, now, *team->second, &held);
       if (s.ok() && held.empty()) {
         job.pending_reason.clear();
-        wake_ = true;
+        WakePlacement();
+        Touch(id);
         Changed();
       }
       continue;
@@ -369,32 +383,9 @@ void SchedulerCore::UpdateOffPeakWaits(absl::Time now) {
     if (reason != job.waiting_reason) {
       job.waiting_reason = reason;
       job.waiting_until = reason.empty() ? absl::InfiniteFuture() : next;
-      if (reason.empty()) wake_ = true;
+      if (reason.empty()) WakePlacement();
+      Touch(found->first);
       Changed();
-    }
-  }
-}
-
-void SchedulerCore::FillUsage(v1::Job& job, const JobUsage& usage,
-                              absl::Time now) {
-  job.set_gpu_seconds(usage.gpu_seconds);
-  if (!options_.pricing) return;
-  Money total;
-  if (!usage.closed_cost.empty()) {
-    auto closed = Money::FromString(usage.closed_cost);
-    if (closed.ok()) total = *closed;
-  }
-  for (auto it = allocs_.lower_bound({job.id(), 0, 0});
-       it != allocs_.end() && std::get<0>(it->first) == job.id(); ++it)
-    total += CostOf(it->second, now);
-  job.set_cost(total.ToString());
-  job.set_currency(options_.pricing->currency());
-  auto j = jobs_.find(job.id());
-  if (j != jobs_.end() && job.state() == v1::JOB_STATE_PENDING) {
-    if (!j->second.pending_reason.empty()) {
-      job.set_pending_reason(j->second.pending_reason);
-    } else if (!j->second.waiting_reason.empty()) {
-      job.set_pending_reason(j->second.waiting_reason);
     }
   }
 }

@@ -134,9 +134,10 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
       reported.insert(key);  // keep holding its devices until it exits
   }
   std::vector<AllocKey> gone;
-  for (const auto& [key, a] : allocs_)
-    if (a.worker_id == hello.worker_id() && !reported.count(key))
-      gone.push_back(key);
+  if (auto placed = worker_allocs_.find(hello.worker_id());
+      placed != worker_allocs_.end())
+    for (const AllocKey& key : placed->second)
+      if (!reported.count(key)) gone.push_back(key);
   for (const AllocKey& key : gone) {
     CloseAlloc(key, allocs_[key], absl::Now());
     EraseAlloc(key);
@@ -151,7 +152,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   LOG(INFO) << "worker " << hello.worker_id() << " connected ("
             << hello.devices_size() << " devices, " << hello.running_size()
             << " running)";
-  wake_ = true;
+  WakePlacement();
   Changed();
   return entry.session;
 }
@@ -167,6 +168,7 @@ void SchedulerCore::DisconnectWorker(
   // Told to shut down, and did: stopped, not lost.
   if (!it->second.stop_reason.empty()) MarkStopped(it->second, absl::Now());
   LOG(INFO) << "worker " << session->worker_id() << " disconnected";
+  placement_dirty_ = true;  // no longer schedulable
   Changed();
 }
 
@@ -218,8 +220,8 @@ void SchedulerCore::WorkerLost(const std::string& id,
   }
   LOG(WARNING) << reason;
   std::vector<AllocKey> lost;
-  for (const auto& [key, a] : allocs_)
-    if (a.worker_id == id) lost.push_back(key);
+  if (auto placed = worker_allocs_.find(id); placed != worker_allocs_.end())
+    lost.assign(placed->second.begin(), placed->second.end());
   for (const AllocKey& key : lost) {
     // Its attempts ran until the fence at the latest: billed to there.
     CloseAlloc(key, allocs_[key], std::min(fence, now));
@@ -364,7 +366,7 @@ void SchedulerCore::OnNodeStatus(WorkerEntry& worker,
     }
   }
   ForgetIfDone(status.job_id());
-  wake_ = true;
+  WakePlacement();
 }
 
 void SchedulerCore::MaybeMarkRunning(ActiveJob& job) {
@@ -381,15 +383,18 @@ void SchedulerCore::MaybeMarkRunning(ActiveJob& job) {
     // Refused: no longer ASSIGNED at this attempt (requeued or ended).
     return absl::IsFailedPrecondition(s) ? absl::OkStatus() : s;
   };
-  absl::Status s = write();
-  if (absl::IsUnavailable(s)) {
-    Defer(absl::StrCat("job ", id, " attempt ", attempt, " running"), write);
-  } else if (!s.ok()) {
-    LOG(WARNING) << "marking job " << id << " running: " << s;
-    return;
-  }
+  Write(
+      absl::StrCat("job ", id, " attempt ", attempt, " running"),
+      [&](WriteBatch& b) { return b.MarkRunning(id, attempt); }, write,
+      [id](const absl::Status& s) {
+        // Refused: no longer ASSIGNED at this attempt (requeued or ended).
+        if (!s.ok() && !absl::IsFailedPrecondition(s))
+          LOG(WARNING) << "marking job " << id << " running: " << s;
+      });
   job.job.set_state(v1::JOB_STATE_RUNNING);
-  *job.job.mutable_started_at() = TimeUtil::GetCurrentTime();
+  *job.job.mutable_started_at() =
+      TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(absl::Now()));
+  Touch(id);
   Changed();
 }
 
@@ -496,9 +501,14 @@ void SchedulerCore::OnProgress(const v1::ProgressReport& report) {
   if (now - job.progress_written > absl::Seconds(2) ||
       progress.test_accuracy() > 0) {
     job.progress_written = now;
-    store_->UpdateProgress(report.job_id(), report.attempt(), progress)
-        .IgnoreError();
+    Write(
+        "progress",
+        [&](WriteBatch& b) {
+          return b.UpdateProgress(report.job_id(), report.attempt(), progress);
+        },
+        nullptr, nullptr);
   }
+  Touch(report.job_id());
   Changed();
 }
 
@@ -508,10 +518,13 @@ v1::Worker SchedulerCore::WorkerView(const WorkerEntry& entry) {
       TimeUtil::MillisecondsToTimestamp(absl::ToUnixMillis(entry.last_seen));
   double allocated = 0;
   std::set<int64_t> jobs;
-  for (const auto& [key, a] : allocs_) {
-    if (a.worker_id != entry.info.id()) continue;
-    allocated += a.share * static_cast<double>(a.devices.size());
-    jobs.insert(std::get<0>(key));
+  if (auto placed = worker_allocs_.find(entry.info.id());
+      placed != worker_allocs_.end()) {
+    for (const AllocKey& key : placed->second) {
+      const Alloc& a = allocs_[key];
+      allocated += a.share * static_cast<double>(a.devices.size());
+      jobs.insert(std::get<0>(key));
+    }
   }
   w.set_gpus_allocated(allocated);
   if (entry.price) {
@@ -533,15 +546,23 @@ v1::Worker SchedulerCore::WorkerView(const WorkerEntry& entry) {
   return w;
 }
 
-std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
-  absl::MutexLock lock(&mu_);
+std::vector<v1::Worker> SchedulerCore::BuildWorkerViews() {
   std::vector<v1::Worker> out;
-  for (const auto& [id, entry] : workers_) {
-    const auto state = entry.info.state();
+  out.reserve(workers_.size());
+  for (const auto& [id, entry] : workers_) out.push_back(WorkerView(entry));
+  return out;
+}
+
+std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
+  std::vector<v1::Worker> out;
+  const auto published = reads_.Workers();
+  if (published == nullptr) return out;
+  for (const v1::Worker& w : *published) {
+    const auto state = w.state();
     if (!include_offline &&
         (state == v1::WORKER_STATE_LOST || state == v1::WORKER_STATE_OFFLINE))
       continue;
-    out.push_back(WorkerView(entry));
+    out.push_back(w);
   }
   return out;
 }
@@ -565,8 +586,9 @@ absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id,
     w.info.set_state(v1::WORKER_STATE_DRAINING);
   if (undo && state == v1::WORKER_STATE_DRAINING) {
     w.info.set_state(v1::WORKER_STATE_UP);
-    wake_ = true;  // its free devices are open to the queue again
+    WakePlacement();  // its free devices are open to the queue again
   }
+  workers_dirty_ = true;
   Changed();
   return WorkerView(w);
 }

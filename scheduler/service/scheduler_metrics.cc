@@ -184,7 +184,19 @@ SchedulerMetrics::SchedulerMetrics()
                  .Name("tupa_scheduling_cycle_duration_seconds")
                  .Help("Duration of one scheduling cycle (leases, placement).")
                  .Register(*registry_)
-                 .Add({}, CycleBuckets())) {}
+                 .Add({}, CycleBuckets())),
+      write_batch_(
+          prometheus::BuildHistogram()
+              .Name("tupa_scheduler_write_batch_size")
+              .Help("Job state changes committed together in one "
+                    "transaction (group commit of the scheduling loop).")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{
+                           1, 4, 16, 64, 256, 1024, 4096})) {}
+
+void SchedulerMetrics::BatchCommitted(size_t changes) {
+  write_batch_.Observe(static_cast<double>(changes));
+}
 
 std::vector<std::weak_ptr<prometheus::Collectable>>
 SchedulerMetrics::collectables() const {

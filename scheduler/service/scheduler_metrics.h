@@ -84,6 +84,8 @@ class SchedulerMetrics {
   void JobRequeued(int64_t job_id, const std::string& team, absl::Time now);
   void JobFinished(int64_t job_id, const std::string& team, v1::JobState state);
   void WorkerLost();
+  // One commit of the loop's write batch, of `changes` job state changes.
+  void BatchCommitted(size_t changes);
   // Idle policy (scheduler/idle): shutdowns with the money they save per
   // hour, scale-up requests, zombie jobs.
   void IdleShutdown(const std::string& gpu_type, double saved_per_hour);
@@ -134,6 +136,7 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Gauge>& budget_;
   prometheus::Family<prometheus::Histogram>& queue_wait_;
   prometheus::Histogram& cycle_;
+  prometheus::Histogram& write_batch_;
 
   absl::Mutex mu_;
   std::set<std::string> teams_ ABSL_GUARDED_BY(mu_);

@@ -115,6 +115,8 @@ struct ApiTokenRecord {
   int64_t revoked_at_ms = 0;  // 0: active
 };
 
+class WriteBatch;  // write_batch.h
+
 class JobStore {
  public:
   // Connects `pool_size` connections to `url` (libpq URI). Unavailable when
@@ -154,6 +156,13 @@ class JobStore {
   // PENDING -> ASSIGNED with one allocation row per node.
   absl::Status AssignJob(int64_t id, int32_t attempt,
                          const std::vector<AllocationRecord>& nodes);
+  // Commits every change of `batch` in one transaction (write_batch.h).
+  // Returns one status per change, in the order they were queued: OK, or
+  // FailedPrecondition for a change its attempt fence refused. An error of
+  // the whole transaction (Unavailable, ...) is returned instead: then
+  // nothing, or with a commit in doubt everything, was written.
+  absl::StatusOr<std::vector<absl::Status>> CommitBatch(
+      const WriteBatch& batch);
   // ASSIGNED -> RUNNING.
   absl::Status MarkRunning(int64_t id, int32_t attempt);
   // Any active state -> SUCCEEDED | FAILED | CANCELLED; closes the

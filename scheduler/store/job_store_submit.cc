@@ -18,6 +18,7 @@ namespace {
 using store_internal::FromMillis;
 using store_internal::kJobColumns;
 using store_internal::RowToJob;
+using store_internal::ArrayLiteral;
 using store_internal::RunAutocommit;
 
 // Inserts every job of the batch (jobs_id_seq is the sequence of jobs.id,
@@ -46,24 +47,6 @@ constexpr char kInsertJobs[] =
     "SELECT input.ord, job.id, "
     "  (extract(epoch FROM job.created_at) * 1000)::bigint "
     "FROM job JOIN input USING (id)";
-
-// Builds a PostgreSQL array literal: {"a","b\"c"}. Every element is quoted,
-// so no value reads as NULL, and only `"` and `\` need escaping.
-class ArrayLiteral {
- public:
-  void Add(absl::string_view value) {
-    text_ += text_.empty() ? "{\"" : ",\"";
-    for (char c : value) {
-      if (c == '"' || c == '\\') text_ += '\\';
-      text_ += c;
-    }
-    text_ += '"';
-  }
-  std::string Take() { return text_.empty() ? "{}" : std::move(text_) + "}"; }
-
- private:
-  std::string text_;
-};
 
 // `bytes` in bytea's hex input format.
 std::string HexBytea(const std::string& bytes) {

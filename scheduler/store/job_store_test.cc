@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/store/migrations.h"
 #include "scheduler/store/submit_batcher.h"
+#include "scheduler/store/write_batch.h"
 
 namespace tupa::scheduler {
 namespace {
@@ -342,6 +343,104 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
                           job.id())[0][0]
                 .as<int>(),
             5);  // PENDING, ASSIGNED, RUNNING, PENDING (attempt 2), FAILED
+}
+
+TEST_F(JobStoreTest, BatchCommitsManyJobsLifecyclesAndFencesEachChange) {
+  ASSERT_TRUE(store_->UpsertWorker(UpWorker("worker-1")).ok());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(store_->SubmitJob(Spec("b"), "")->job.id());
+  auto node = [](int rank, std::vector<int32_t> devices) {
+    AllocationRecord a;
+    a.worker_id = "worker-1";
+    a.node_rank = rank;
+    a.device_indexes = std::move(devices);
+    a.gpu_share = 0.25;
+    a.gpus = 0.25 * static_cast<double>(a.device_indexes.size());
+    a.master_port = 29500 + rank;
+    a.region = "sa-east-1";
+    a.gpu_type = "L4";
+    a.started_at_ms = 1767225600000;
+    return a;
+  };
+  WriteBatch assign;
+  assign.AssignJob(ids[0], 1, {node(0, {0, 1}), node(1, {2})});
+  assign.AssignJob(ids[1], 1, {node(0, {3})});
+  assign.AssignJob(ids[2], 2, {node(0, {4})});  // not its attempt: fenced
+  auto assigned = store_->CommitBatch(assign);
+  ASSERT_TRUE(assigned.ok()) << assigned.status();
+  ASSERT_EQ(assigned->size(), 3u);
+  EXPECT_TRUE((*assigned)[0].ok());
+  EXPECT_TRUE((*assigned)[1].ok());
+  EXPECT_EQ((*assigned)[2].code(), absl::StatusCode::kFailedPrecondition);
+  auto open = store_->LoadOpenAllocations();
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 3u);  // none for the fenced job
+  for (const AllocationRecord& a : *open) {
+    EXPECT_NE(a.job_id, ids[2]);
+    EXPECT_DOUBLE_EQ(a.gpu_share, 0.25);
+    if (a.job_id == ids[0] && a.node_rank == 0) {
+      EXPECT_EQ(a.device_indexes, (std::vector<int32_t>{0, 1}));
+      EXPECT_EQ(a.master_port, 29500);
+      EXPECT_EQ(a.started_at_ms, 1767225600000);
+    }
+  }
+  EXPECT_EQ(store_->GetJob(ids[2])->state(), v1::JOB_STATE_PENDING);
+
+  WriteBatch run;
+  run.MarkRunning(ids[0], 1);
+  run.MarkRunning(ids[1], 1);
+  run.MarkRunning(ids[2], 1);  // still PENDING: fenced
+  v1::Progress progress;
+  progress.set_step(3);
+  run.UpdateProgress(ids[0], 1, progress);
+  progress.set_step(7);
+  run.UpdateProgress(ids[0], 1, progress);  // the last one wins
+  auto ran = store_->CommitBatch(run);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_TRUE((*ran)[0].ok());
+  EXPECT_TRUE((*ran)[1].ok());
+  EXPECT_EQ((*ran)[2].code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->GetJob(ids[0])->progress().step(), 7);
+
+  WriteBatch end;
+  end.CloseAllocation(ids[0], 1, 0, 1767225600000 + 3600 * 1000, "1.50", "USD",
+                      0);
+  end.CloseAllocation(ids[0], 1, 1, 1767225600000 + 3600 * 1000, "0.75", "USD",
+                      0);
+  end.CloseAllocation(ids[1], 1, 0, 1767225600000 + 1000, "", "", std::nullopt);
+  end.FinishJob(ids[0], 1, v1::JOB_STATE_SUCCEEDED, 0, "");
+  end.FinishJob(ids[1], 1, v1::JOB_STATE_FAILED, 3, "node 0 exited with 3");
+  end.FinishJob(ids[2], 2, v1::JOB_STATE_CANCELLED, 0, "x");  // fenced
+  auto ended = store_->CommitBatch(end);
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_TRUE((*ended)[3].ok());
+  EXPECT_TRUE((*ended)[4].ok());
+  EXPECT_EQ((*ended)[5].code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store_->LoadOpenAllocations()->empty());
+  EXPECT_EQ(store_->GetJobUsage(ids[0])->closed_cost, "2.25");
+  EXPECT_EQ(*store_->TeamSpend("vision", 0), "2.25");
+  auto failed = store_->GetJob(ids[1]);
+  EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(failed->exit_code(), 3);
+  EXPECT_EQ(failed->message(), "node 0 exited with 3");
+  EXPECT_EQ(store_->GetJob(ids[2])->state(), v1::JOB_STATE_PENDING);
+  // The same history as the single-row methods write.
+  pqxx::connection c(url_);
+  pqxx::work w(c);
+  EXPECT_EQ(w.exec_params("SELECT string_agg(state, ',' ORDER BY at, "
+                          "event_id NULLS FIRST) FROM job_history WHERE "
+                          "job_id = $1",
+                          ids[0])[0][0]
+                .as<std::string>(),
+            "PENDING,ASSIGNED,RUNNING,SUCCEEDED");
+  EXPECT_EQ(w.exec_params("SELECT exit_code FROM allocations WHERE job_id = "
+                          "$1 AND exit_code IS NULL",
+                          ids[1])
+                .size(),
+            1u);
+  // An empty batch commits nothing and succeeds.
+  EXPECT_TRUE(store_->CommitBatch(WriteBatch())->empty());
 }
 
 TEST_F(JobStoreTest, EndedNodesOfActiveJobsCarryTheirExitCodes) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/pg_errors.h"
 
@@ -45,6 +46,26 @@ inline google::protobuf::Timestamp FromMillis(int64_t ms) {
   t.set_nanos(static_cast<int32_t>((ms % 1000) * 1000000));
   return t;
 }
+
+// Builds a PostgreSQL array literal: {"a","b\"c"}. Every element is quoted,
+// so no value reads as NULL, and only `"` and `\` need escaping. With
+// unnest() it turns a batch of rows into one statement.
+class ArrayLiteral {
+ public:
+  void Add(absl::string_view value) {
+    text_ += text_.empty() ? "{\"" : ",\"";
+    for (char c : value) {
+      if (c == '"' || c == '\\') text_ += '\\';
+      text_ += c;
+    }
+    text_ += '"';
+  }
+  bool empty() const { return text_.empty(); }
+  std::string Take() { return text_.empty() ? "{}" : std::move(text_) + "}"; }
+
+ private:
+  std::string text_;
+};
 
 // The columns every job read selects, in the order RowToJob expects.
 extern const char kJobColumns[];
