@@ -2,7 +2,9 @@
 # bench/submit_cpu.sh): a private PostgreSQL and one tupa-scheduler on free
 # ports, torn down on exit. Needs ROOT and BIN set.
 #
-#   start_submit_stack SYNC   SYNC: the server's synchronous_commit (on/off)
+#   start_submit_stack SYNC [FLAG...]
+#     SYNC: the server's synchronous_commit (on/off); FLAGs go to
+#     tupa-scheduler as given (e.g. --worker-timeout 15s).
 #
 # Sets: work (scratch directory), url (database URL), port (the
 # scheduler's gRPC port), sched_pid. /metrics stays on, as in production,
@@ -25,6 +27,7 @@ trap stop_submit_stack EXIT
 
 start_submit_stack() {
   local sync=$1 metrics_port
+  shift
   TUPA_PG_SYNCHRONOUS_COMMIT=$sync "$ROOT/scripts/pg" start "$work/pg" >/dev/null
   url=$("$ROOT/scripts/pg" url "$work/pg")
   port=$(pick_free_port) || { echo "no free TCP port" >&2; exit 1; }
@@ -34,7 +37,7 @@ start_submit_stack() {
   done
   TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
     --metrics-listen "127.0.0.1:$metrics_port" \
-    --data-dir "$work/scheduler" --auth=false >"$work/scheduler.log" 2>&1 &
+    --data-dir "$work/scheduler" --auth=false "$@" >"$work/scheduler.log" 2>&1 &
   sched_pid=$!
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return

@@ -588,7 +588,6 @@ absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id,
     w.info.set_state(v1::WORKER_STATE_UP);
     WakePlacement();  // its free devices are open to the queue again
   }
-  workers_dirty_ = true;
   Changed();
   return WorkerView(w);
 }
