@@ -116,8 +116,17 @@ class SchedulerCore {
   // same worker; reconciles what the worker says it runs.
   absl::StatusOr<std::shared_ptr<WorkerSession>> ConnectWorker(
       const v1::Hello& hello);
+  // One message a worker sent on its session; applied in order, all under
+  // one lock of the core (the worker inbox batches them: worker_stream.h).
+  struct WorkerInput {
+    std::shared_ptr<WorkerSession> session;
+    const v1::WorkerMessage* message;
+  };
+  void HandleWorkerMessages(const std::vector<WorkerInput>& inputs);
   void HandleWorkerMessage(const std::shared_ptr<WorkerSession>& session,
-                           const v1::WorkerMessage& message);
+                           const v1::WorkerMessage& message) {
+    HandleWorkerMessages({{session, &message}});
+  }
   void DisconnectWorker(const std::shared_ptr<WorkerSession>& session);
 
   // Blocks until the view changed after `seen` or `timeout` passed;
@@ -235,6 +244,9 @@ class SchedulerCore {
                  const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelAttemptNodes(int64_t job_id, int32_t attempt,
                           const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleWorkerMessageLocked(const std::shared_ptr<WorkerSession>& session,
+                                 const v1::WorkerMessage& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnNodeStatus(WorkerEntry& worker, const v1::NodeStatus& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -236,10 +236,17 @@ void SchedulerCore::WorkerLost(const std::string& id,
   Changed();
 }
 
-void SchedulerCore::HandleWorkerMessage(
+void SchedulerCore::HandleWorkerMessages(
+    const std::vector<WorkerInput>& inputs) {
+  if (inputs.empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (const WorkerInput& input : inputs)
+    HandleWorkerMessageLocked(input.session, *input.message);
+}
+
+void SchedulerCore::HandleWorkerMessageLocked(
     const std::shared_ptr<WorkerSession>& session,
     const v1::WorkerMessage& message) {
-  absl::MutexLock lock(&mu_);
   auto it = workers_.find(session->worker_id());
   if (it == workers_.end() || it->second.session != session) return;
   WorkerEntry& worker = it->second;

@@ -1,13 +1,14 @@
 // The gRPC services of tupa-scheduler: thin handlers that validate, call
 // one SchedulerCore function and convert its status (common/grpc_status.h).
-// Sync API, except SubmitJob (callback API): each streaming call (a
-// worker's Connect, WatchJob, StreamLogs) holds one server thread for its
-// life.
+// Sync API, except SubmitJob and the workers' Connect (callback API): each
+// other streaming call (WatchJob, StreamLogs) holds one server thread for
+// its life.
 #ifndef TUPA_SCHEDULER_SERVICE_SERVICES_H_
 #define TUPA_SCHEDULER_SERVICE_SERVICES_H_
 
 #include "scheduler/service/auth.h"
 #include "scheduler/service/scheduler_core.h"
+#include "scheduler/service/worker_stream.h"
 #include "tupa/v1/admin.grpc.pb.h"
 #include "tupa/v1/cluster.grpc.pb.h"
 #include "tupa/v1/job_service.grpc.pb.h"
@@ -69,7 +70,9 @@ class ClusterServiceImpl final : public v1::ClusterService::Service {
   Authenticator* const auth_;
 };
 
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+// Workers' Connect streams on the callback API (worker_stream.h): no
+// thread per worker; what they send is applied by one inbox thread.
+class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   // A non-empty `join_token` must match every Hello's. With
   // `require_client_cert` (mTLS: the scheduler has a client CA) a worker
@@ -77,16 +80,17 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   // CLIs on the same port need none.
   WorkerServiceImpl(SchedulerCore* core, std::string join_token,
                     bool require_client_cert = false)
-      : core_(core),
+      : inbox_(core),
         join_token_(std::move(join_token)),
         require_client_cert_(require_client_cert) {}
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::SchedulerMessage, v1::WorkerMessage>* stream)
-      override;
+  grpc::ServerBidiReactor<v1::WorkerMessage, v1::SchedulerMessage>* Connect(
+      grpc::CallbackServerContext* ctx) override;
 
  private:
-  SchedulerCore* const core_;
+  // The join token and the hello's fields, before the core sees them.
+  absl::Status Admit(const std::string& peer, const v1::Hello& hello) const;
+
+  WorkerInbox inbox_;
   std::string join_token_;  // empty: no join token is required
   const bool require_client_cert_;
 };

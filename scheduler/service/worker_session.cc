@@ -2,36 +2,53 @@
 
 namespace tupa::scheduler {
 
-void WorkerSession::Push(v1::SchedulerMessage message) {
-  absl::MutexLock lock(&mu_);
-  if (!closed_) queue_.push_back(std::move(message));
+void WorkerSession::Attach(std::weak_ptr<Listener> listener) {
+  {
+    absl::MutexLock lock(&mu_);
+    listener_ = std::move(listener);
+  }
+  Notify();
 }
 
-bool WorkerSession::Pop(v1::SchedulerMessage* out, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return closed_ || !queue_.empty();
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  if (closed_) return false;
-  if (queue_.empty()) {
-    out->Clear();
-    return true;  // timed out: caller loops
+void WorkerSession::Push(v1::SchedulerMessage message) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    queue_.push_back(std::move(message));
   }
+  Notify();
+}
+
+bool WorkerSession::TryPop(v1::SchedulerMessage* out) {
+  absl::MutexLock lock(&mu_);
+  if (closed_ || queue_.empty()) return false;
   *out = std::move(queue_.front());
   queue_.pop_front();
   return true;
 }
 
 void WorkerSession::Close() {
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
-  queue_.clear();
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    queue_.clear();
+  }
+  Notify();
 }
 
 bool WorkerSession::closed() {
   absl::MutexLock lock(&mu_);
   return closed_;
+}
+
+void WorkerSession::Notify() {
+  std::shared_ptr<Listener> listener;
+  {
+    absl::MutexLock lock(&mu_);
+    listener = listener_.lock();
+  }
+  if (listener) listener->OnSessionReady();
 }
 
 }  // namespace tupa::scheduler
