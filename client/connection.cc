@@ -29,9 +29,11 @@ Connection::Connection(ConnectionOptions options)
     : options_(std::move(options)) {
   grpc::ChannelArguments args;
   // Reconnect quickly after a scheduler restart; the defaults back off to
-  // two minutes, far longer than a CLI call lives.
+  // two minutes, far longer than a CLI call lives. Not
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC reads it as the connect timeout
+  // (until the server's SETTINGS frame), and at 100 ms a busy scheduler's
+  // connections failed with "timed out before receiving SETTINGS frame".
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   // The CLI retries on its own, with the same idempotency key (NextBackoff),
   // so gRPC's transparent retries only add a filter to every call; channelz

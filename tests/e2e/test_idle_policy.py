@@ -14,8 +14,11 @@ import urllib.request
 
 from cluster import Cluster, wait_for
 
+# The file appears whole (written aside, then renamed): the test polls for
+# it and must never read it half written.
 HOOK = """#!/bin/sh
-env | grep '^TUPA_' | sort > "{dir}/{name}-${{TUPA_WORKER_ID:-pool}}.env"
+out="{dir}/{name}-${{TUPA_WORKER_ID:-pool}}.env"
+env | grep '^TUPA_' | sort > "$out.tmp.$$" && mv "$out.tmp.$$" "$out"
 """
 
 
@@ -33,7 +36,8 @@ def read_env(path):
 
 
 def files(directory, prefix):
-    return sorted(f for f in os.listdir(directory) if f.startswith(prefix))
+    return sorted(f for f in os.listdir(directory)
+                  if f.startswith(prefix) and f.endswith(".env"))
 
 
 def events(c, kind):
