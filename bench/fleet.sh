@@ -37,6 +37,7 @@ source "$ROOT/bench/lib/submit_stack.sh"
 worker_pids=()
 cleanup() {
   local pid
+  if [[ -n ${perf_pid:-} ]]; then kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; fi
   for pid in "${worker_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${worker_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   stop_submit_stack
@@ -55,6 +56,14 @@ if (( real_workers > 0 )); then
   sim_args=(--workers 0 --wait-workers "$real_workers" "${sim_args[@]}")
 fi
 
+# TUPA_BENCH_PERF=FILE: record the scheduler's CPU profile (perf record
+# -g) for the whole run into FILE, to see where the time goes
+# (`perf report -i FILE --no-children`).
+perf_pid=
+if [[ -n ${TUPA_BENCH_PERF:-} ]]; then
+  perf record ${TUPA_BENCH_PERF_ARGS:--g -F 499} -p "$sched_pid" -o "$TUPA_BENCH_PERF" >"$work/perf.log" 2>&1 &
+  perf_pid=$!
+fi
 "$BIN/tupa-fleet-sim" --scheduler "127.0.0.1:$port" --scheduler-pid "$sched_pid" \
   "${sim_args[@]}" 2>"$work/sim.log" || {
   rc=$?

@@ -2,9 +2,20 @@
 
 #include <algorithm>
 
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "scheduler/pricing/cost.h"
 
 namespace tupa::scheduler {
+namespace {
+
+bool IsGone(const v1::Worker& w) {
+  return w.state() == v1::WORKER_STATE_LOST ||
+         w.state() == v1::WORKER_STATE_OFFLINE;
+}
+
+}  // namespace
 
 void ReadView::PutJobs(std::vector<std::shared_ptr<const JobEntry>> entries) {
   if (entries.empty()) return;
@@ -34,10 +45,45 @@ void ReadView::PutJobs(std::vector<std::shared_ptr<const JobEntry>> entries) {
 }
 
 void ReadView::PutWorkers(std::vector<v1::Worker> workers) {
+  // A ListWorkersResponse is its workers, each as field 1: the bytes of
+  // both responses are the workers' encodings, concatenated.
+  auto live = std::make_shared<std::string>();
+  auto all = std::make_shared<std::string>();
+  std::string one;
+  for (const v1::Worker& w : workers) {
+    one.clear();
+    {
+      google::protobuf::io::StringOutputStream raw(&one);
+      google::protobuf::io::CodedOutputStream out(&raw);
+      const std::string body = w.SerializeAsString();
+      out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+          v1::ListWorkersResponse::kWorkersFieldNumber,
+          google::protobuf::internal::WireFormatLite::
+              WIRETYPE_LENGTH_DELIMITED));
+      out.WriteVarint32(static_cast<uint32_t>(body.size()));
+      out.WriteString(body);
+    }
+    all->append(one);
+    if (!IsGone(w)) live->append(one);
+  }
   auto next =
       std::make_shared<const std::vector<v1::Worker>>(std::move(workers));
-  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const std::string> next_live = std::move(live);
+  std::shared_ptr<const std::string> next_all = std::move(all);
+  absl::MutexLock lock(&mu_);  // released before the old lists go
   workers_.swap(next);
+  live_response_.swap(next_live);
+  all_response_.swap(next_all);
+}
+
+std::shared_ptr<const std::string> ReadView::WorkersResponse(
+    bool include_offline) const {
+  absl::ReaderMutexLock lock(&mu_);
+  const auto& bytes = include_offline ? all_response_ : live_response_;
+  if (bytes) return bytes;
+  static const auto* const kEmpty = new std::shared_ptr<const std::string>(
+      std::make_shared<const std::string>());
+  return *kEmpty;
 }
 
 std::shared_ptr<const ReadView::JobEntry> ReadView::FindJob(int64_t id) const {

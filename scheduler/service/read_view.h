@@ -51,11 +51,18 @@ class ReadView {
 
   // Writer side (the loop). `entries` replace those of the same jobs.
   void PutJobs(std::vector<std::shared_ptr<const JobEntry>> entries);
+  // Also serializes the two ListWorkersResponse a read can ask for (with
+  // and without the LOST and OFFLINE workers) once, so that a listing
+  // costs no copy of 1,000 workers per call (WorkersResponse).
   void PutWorkers(std::vector<v1::Worker> workers);
 
   // Reader side. Null when the view has no entry for the job.
   std::shared_ptr<const JobEntry> FindJob(int64_t id) const;
   std::shared_ptr<const std::vector<v1::Worker>> Workers() const;
+  // The serialized ListWorkersResponse of the last PutWorkers; an empty
+  // response before the first.
+  std::shared_ptr<const std::string> WorkersResponse(
+      bool include_offline) const;
   // The job as a read returns it: cost and GPU-seconds up to `now`.
   static v1::Job Materialize(const JobEntry& entry, absl::Time now);
 
@@ -66,6 +73,8 @@ class ReadView {
       ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> ended_ ABSL_GUARDED_BY(mu_);  // oldest first
   std::shared_ptr<const std::vector<v1::Worker>> workers_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const std::string> live_response_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const std::string> all_response_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tupa::scheduler

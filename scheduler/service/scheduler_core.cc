@@ -204,10 +204,14 @@ void SchedulerCore::Loop() {
           woken ? std::min(next_cycle_, last_cycle + kMinCycleGap)
                 : next_cycle_;
       auto ready = [this, woken]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !batch_writes_.empty() || (!woken && wake_);
+        return stopping_ || !batch_writes_.empty() || (!woken && wake_) ||
+               (!woken && has_arrivals_.load());
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), due);
-      FlushWrites();
+      TakeArrivals();
+      // What worker messages and submits queued: their view changes are
+      // made, so the commit need not hold the core.
+      FlushWritesReleasingLock();
       if (stopping_) return;
       const absl::Time now = absl::Now();
       cycle = now >= next_cycle_ || (wake_ && now >= last_cycle + kMinCycleGap);
@@ -226,6 +230,7 @@ void SchedulerCore::RunCycle() {
   absl::Time gauges_from;
   {
     absl::MutexLock lock(&mu_);
+    TakeArrivals();
     wake_ = false;
     next_cycle_ = now + options_.cycle_interval;
     RetryDeferred(now);
@@ -514,7 +519,11 @@ void SchedulerCore::AssignPlacements(const std::vector<JobPlacement>& placed,
               StartPlacement(p, port, now);
             });
   }
-  FlushWrites();
+  // The pass's one transaction, with mu_ released: submits and worker
+  // messages go on meanwhile. Until it commits, its jobs are PENDING here
+  // and ASSIGNED in flight; what could end or move them (CancelJob, a
+  // worker's hello, disconnect or drain) waits for it (AwaitNoCommit).
+  FlushWritesReleasingLock();
   taken_ports_.clear();
 }
 
@@ -830,13 +839,21 @@ void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held,
   active.job = job;
   active.pending_reason = held;
   active.budget_checked = absl::Now();
-  {
-    absl::MutexLock lock(&mu_);
-    if (!created) {
-      if (jobs_.count(job.id())) return;
-      LOG(INFO) << "job " << job.id()
-                << " was committed in doubt; adding it on its retry";
+  if (created) {
+    {
+      absl::MutexLock lock(&arrivals_mu_);
+      arrivals_.push_back(std::move(active));
+      has_arrivals_.store(true);
     }
+    // The loop's wait re-checks has_arrivals_ whenever mu_ is released:
+    // poke it only when no one holds mu_ (then no release is coming).
+    if (mu_.TryLock()) mu_.Unlock();
+  } else {
+    absl::MutexLock lock(&mu_);
+    TakeArrivals();
+    if (jobs_.count(job.id())) return;
+    LOG(INFO) << "job " << job.id()
+              << " was committed in doubt; adding it on its retry";
     AddJob(std::move(active));
     WakePlacement();
     Changed();
@@ -844,10 +861,26 @@ void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held,
   metrics_->JobSubmitted(job.spec());
 }
 
+void SchedulerCore::TakeArrivals() {
+  if (!has_arrivals_.load()) return;
+  std::vector<ActiveJob> arrived;
+  {
+    absl::MutexLock lock(&arrivals_mu_);
+    arrived.swap(arrivals_);
+    has_arrivals_.store(false);
+  }
+  for (ActiveJob& active : arrived) AddJob(std::move(active));
+  if (arrived.empty()) return;
+  WakePlacement();
+  Changed();
+}
+
 absl::StatusOr<v1::Job> SchedulerCore::CancelJob(int64_t id,
                                                  const std::string& reason) {
   {
     absl::MutexLock lock(&mu_);
+    AwaitNoCommit();
+    TakeArrivals();
     auto it = jobs_.find(id);
     if (it != jobs_.end() && !it->second.terminal) {
       FinishJob(it->second, v1::JOB_STATE_CANCELLED, 0,

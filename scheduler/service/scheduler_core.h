@@ -108,6 +108,10 @@ class SchedulerCore {
   // FailedPrecondition when the job already ended.
   absl::StatusOr<v1::Job> CancelJob(int64_t id, const std::string& reason);
   std::vector<v1::Worker> ListWorkers(bool include_offline);
+  // The same list as a serialized ListWorkersResponse, shared (ReadView).
+  std::shared_ptr<const std::string> ListWorkersResponse(bool include_offline) {
+    return reads_.WorkersResponse(include_offline);
+  }
   // Drains a worker that is up, or (`undo`) takes any known worker back
   // into service. Both are stored before they are answered.
   absl::StatusOr<v1::Worker> DrainWorker(const std::string& id, bool undo);
@@ -286,8 +290,32 @@ class SchedulerCore {
              std::function<absl::Status()> single,
              std::function<void(const absl::Status&)> done)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Commits the queued batch and runs the changes' `done`.
-  void FlushWrites() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits the queued batch and runs the changes' `done`, then publishes
+  // the read entries of the jobs it changed (as they were when it was
+  // taken: reads never show a state before it commits). One commit is in
+  // flight at a time, in queue order. FlushWrites holds mu_ throughout;
+  // FlushWritesReleasingLock releases it while PostgreSQL commits, so that
+  // worker messages and submits go on meanwhile (their writes go into the
+  // next batch). An assignment changes the view only in its `done`
+  // (StartPlacement): what must not interleave with one waits with
+  // AwaitNoCommit.
+  void FlushWrites() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    CommitQueuedWrites(/*release_lock=*/false);
+  }
+  void FlushWritesReleasingLock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    CommitQueuedWrites(/*release_lock=*/true);
+  }
+  void CommitQueuedWrites(bool release_lock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits (releasing mu_) until no batch is being committed: for changes
+  // that must not interleave with a pass's assignments in flight.
+  void AwaitNoCommit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    mu_.Await(absl::Condition(
+        +[](bool* committing) { return !*committing; }, &committing_));
+  }
+  // The read entries of the dirty jobs and the forgotten ones, taken out
+  // of dirty_jobs_ / forgotten_ (published by the caller).
+  std::vector<std::shared_ptr<const ReadView::JobEntry>> TakeDirtyReads()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The reads' copy of a job (read_view.h), and publishing what changed.
   std::shared_ptr<const ReadView::JobEntry> ReadEntryOf(const ActiveJob& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -329,7 +357,12 @@ class SchedulerCore {
   // key stored (`created` false) adds the job only when the view lacks it
   // and it is still PENDING: its first commit was in doubt (the database
   // died after committing, before answering), so no one added it then.
+  // A created job is queued in arrivals_ without waiting for mu_ (the
+  // answers of every submit wait behind it); whatever looks a job up by
+  // the id a client was given drains arrivals_ first (TakeArrivals).
   void AddSubmitted(const v1::Job& job, const std::string& held, bool created);
+  // Moves the submitted jobs queued in arrivals_ into the view.
+  void TakeArrivals() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // scheduler_core_money.cc: prices, usage and budgets.
   std::optional<pricing::PriceEntry> PriceFor(const std::string& region,
                                               const std::string& gpu_type,
@@ -473,6 +506,13 @@ class SchedulerCore {
     std::function<void(const absl::Status&)> done;
   };
   std::vector<QueuedWrite> batch_writes_ ABSL_GUARDED_BY(mu_);
+  // A batch is being committed (with mu_ released, or not).
+  bool committing_ ABSL_GUARDED_BY(mu_) = false;
+  // Committed submissions not in jobs_ yet (AddSubmitted, TakeArrivals).
+  absl::Mutex arrivals_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::vector<ActiveJob> arrivals_ ABSL_GUARDED_BY(arrivals_mu_);
+  // arrivals_ is not empty: read by the loop's wait condition.
+  std::atomic<bool> has_arrivals_{false};
   // Jobs whose ReadView entry is stale, and the last entries of jobs the
   // view forgot (ForgetIfDone), published by PublishReads.
   std::set<int64_t> dirty_jobs_ ABSL_GUARDED_BY(mu_);

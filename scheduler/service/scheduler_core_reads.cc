@@ -49,7 +49,8 @@ std::shared_ptr<const ReadView::JobEntry> SchedulerCore::ReadEntryOf(
   return e;
 }
 
-void SchedulerCore::PublishReads(absl::Time now) {
+std::vector<std::shared_ptr<const ReadView::JobEntry>>
+SchedulerCore::TakeDirtyReads() {
   std::vector<std::shared_ptr<const ReadView::JobEntry>> entries =
       std::move(forgotten_);
   forgotten_.clear();
@@ -59,7 +60,14 @@ void SchedulerCore::PublishReads(absl::Time now) {
     if (it != jobs_.end()) entries.push_back(ReadEntryOf(it->second));
   }
   dirty_jobs_.clear();
-  reads_.PutJobs(std::move(entries));
+  return entries;
+}
+
+void SchedulerCore::PublishReads(absl::Time now) {
+  // Changes queued but not committed yet (they came while a batch was
+  // committing with mu_ released) are published by the flush that
+  // commits them.
+  if (batch_.empty() && !committing_) reads_.PutJobs(TakeDirtyReads());
   // The worker list changes with every placement and exit: rebuilt at most
   // every 100 ms, and every second for last_seen and utilisation.
   if ((workers_dirty_ && now - workers_published_ >= absl::Milliseconds(100)) ||

@@ -66,6 +66,7 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
   resp.set_job_id(id);
   {
     absl::MutexLock lock(&mu_);
+    TakeArrivals();
     auto it = jobs_.find(id);
     if (it != jobs_.end() && !it->second.terminal &&
         it->second.job.state() == v1::JOB_STATE_PENDING) {

@@ -35,6 +35,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   const std::string gpu_type =
       hello.devices_size() > 0 ? hello.devices(0).gpu_type() : "";
   absl::MutexLock lock(&mu_);
+  AwaitNoCommit();
   if (stopping_) return absl::UnavailableError("scheduler is shutting down");
   std::optional<pricing::PriceEntry> price;
   if (options_.pricing) {
@@ -160,6 +161,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
 void SchedulerCore::DisconnectWorker(
     const std::shared_ptr<WorkerSession>& session) {
   absl::MutexLock lock(&mu_);
+  AwaitNoCommit();
   auto it = workers_.find(session->worker_id());
   if (it == workers_.end() || it->second.session != session) return;
   // The lease (last_seen) keeps running: a worker that reconnects in time
@@ -577,6 +579,7 @@ std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
 absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id,
                                                       bool undo) {
   absl::MutexLock lock(&mu_);
+  AwaitNoCommit();
   auto it = workers_.find(id);
   if (it == workers_.end())
     return absl::NotFoundError(absl::StrCat("worker ", id, " not found"));

@@ -17,18 +17,28 @@ void SchedulerCore::Write(std::string what,
   batch_writes_[index] = {std::move(what), std::move(single), std::move(done)};
 }
 
-void SchedulerCore::FlushWrites() {
+void SchedulerCore::CommitQueuedWrites(bool release_lock) {
+  // One commit at a time: a later batch must not land before an earlier.
+  AwaitNoCommit();
   if (batch_.empty()) return;
   WriteBatch batch = std::move(batch_);
   batch_.Clear();
   std::vector<QueuedWrite> writes = std::move(batch_writes_);
   batch_writes_.clear();
+  // Every change to these jobs so far is in this batch or committed.
+  std::vector<std::shared_ptr<const ReadView::JobEntry>> reads =
+      TakeDirtyReads();
   // Writes deferred while the database was down go first, in order: a
   // later change must not land before an earlier one.
+  const bool earlier_deferred = !deferred_.empty();
+  committing_ = true;
+  if (release_lock) mu_.Unlock();
   absl::StatusOr<std::vector<absl::Status>> results =
-      deferred_.empty()
-          ? store_->CommitBatch(batch)
-          : absl::UnavailableError("earlier writes are still deferred");
+      earlier_deferred
+          ? absl::UnavailableError("earlier writes are still deferred")
+          : store_->CommitBatch(batch);
+  if (release_lock) mu_.Lock();
+  committing_ = false;
   for (QueuedWrite& w : writes) {
     if (results.ok()) break;
     if (!w.single) continue;
@@ -54,6 +64,7 @@ void SchedulerCore::FlushWrites() {
     writes[i].done(results.ok() ? (*results)[i] : results.status());
   }
   metrics_->BatchCommitted(batch.size());
+  reads_.PutJobs(std::move(reads));
 }
 
 }  // namespace tupa::scheduler

@@ -54,13 +54,18 @@ class JobServiceImpl final
   Authenticator* const auth_;
 };
 
-class ClusterServiceImpl final : public v1::ClusterService::Service {
+// ListWorkers is served raw on the callback API: the answer is the bytes
+// the loop serialized when it published the worker list (ReadView::
+// WorkersResponse), shared by every call, never a copy of each worker.
+class ClusterServiceImpl final
+    : public v1::ClusterService::WithRawCallbackMethod_ListWorkers<
+          v1::ClusterService::Service> {
  public:
   ClusterServiceImpl(SchedulerCore* core, Authenticator* auth)
       : core_(core), auth_(auth) {}
-  grpc::Status ListWorkers(grpc::ServerContext* ctx,
-                           const v1::ListWorkersRequest* req,
-                           v1::ListWorkersResponse* resp) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* ctx,
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
   grpc::Status DrainWorker(grpc::ServerContext* ctx,
                            const v1::DrainWorkerRequest* req,
                            v1::Worker* resp) override;
