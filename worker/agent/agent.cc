@@ -366,48 +366,107 @@ void Agent::OnShutdown(const std::string& reason) {
   });
 }
 
+absl::Status Agent::CheckAssign(const v1::Assign& assign) {
+  if (!shutdown_reason_.empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("shutting down: refusing job ", assign.job_id()));
+  if (nodes_.count({assign.job_id(), assign.attempt(), assign.node_rank()}))
+    return absl::AlreadyExistsError("duplicate delivery");
+  auto newest = newest_attempt_.find(assign.job_id());
+  if (newest != newest_attempt_.end() && assign.attempt() < newest->second)
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing stale attempt ", assign.attempt(), " of job ",
+                     assign.job_id(), " (seen ", newest->second, ")"));
+  return absl::OkStatus();
+}
+
 void Agent::OnAssign(const v1::Assign& assign) {
   const NodeKey key{assign.job_id(), assign.attempt(), assign.node_rank()};
+  const absl::Status devices = CheckAssignedDevices(assign, options_.devices);
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckAssign(assign); !s.ok()) {
+      if (!absl::IsAlreadyExists(s)) LOG(WARNING) << s.message();
+      return;
+    }
+    newest_attempt_[assign.job_id()] = assign.attempt();
+    // Older attempts of this job that still run here are fenced off.
+    for (auto& [k, node] : nodes_)
+      if (std::get<0>(k) == assign.job_id() &&
+          std::get<1>(k) < assign.attempt())
+        node.runner->Cancel("superseded by a newer attempt");
+    if (!devices.ok()) {
+      LOG(ERROR) << "job " << assign.job_id() << " attempt " << assign.attempt()
+                 << " node " << assign.node_rank()
+                 << " not started: " << devices.message();
+      v1::WorkerMessage m;
+      v1::NodeStatus* s = m.mutable_node_status();
+      s->set_job_id(assign.job_id());
+      s->set_attempt(assign.attempt());
+      s->set_node_rank(assign.node_rank());
+      s->set_state(v1::NODE_STATE_EXITED);
+      s->set_exit_code(127);  // as for a rank that could not start
+      s->set_message(absl::StrCat("not started: ", devices.message()));
+      outbox_.Push(std::move(m));
+      return;
+    }
+  }
+  // Directories, checkpoint claim and fence, spec file: file system work
+  // (a shared checkpoint root may be NFS) that must not stall the session.
+  NodeRunnerOptions run = PrepareNode(assign);
+  run.on_output = [this, key](int rank, const std::string& data) {
+    OnRankOutput(key, rank, data);
+  };
+  run.on_started = [this, key] {
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(std::get<0>(key));
+    s->set_attempt(std::get<1>(key));
+    s->set_node_rank(std::get<2>(key));
+    s->set_state(v1::NODE_STATE_RUNNING);
+    Enqueue(std::move(m));
+  };
+  run.on_exit = [this, key](int code, const std::string& message) {
+    LOG(INFO) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key)
+              << " node " << std::get<2>(key) << " exited " << code
+              << (message.empty() ? "" : ": ") << message;
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(std::get<0>(key));
+    s->set_attempt(std::get<1>(key));
+    s->set_node_rank(std::get<2>(key));
+    s->set_state(v1::NODE_STATE_EXITED);
+    s->set_exit_code(code);
+    s->set_message(message);
+    absl::MutexLock lock(&mu_);
+    outbox_.OnExited(key, std::move(m));
+  };
+  absl::MutexLock lock(&mu_);
+  // Checked again with the start, as one step: a shutdown or a newer
+  // attempt may have come while the node was prepared.
+  if (absl::Status s = CheckAssign(assign); !s.ok()) {
+    if (!absl::IsAlreadyExists(s)) LOG(WARNING) << s.message();
+    return;
+  }
+  LOG(INFO) << "starting job " << assign.job_id() << " attempt "
+            << assign.attempt() << " node " << assign.node_rank() << " ("
+            << run.ranks.size() << " rank(s))";
+  Node& node = nodes_[key];
+  outbox_.AddNode(key);
+  node.train = assign.spec().has_train();
+  node.devices.assign(assign.device_indexes().begin(),
+                      assign.device_indexes().end());
+  node.runner = std::make_unique<NodeRunner>(std::move(run));
+  node.runner->Start();
+}
+
+NodeRunnerOptions Agent::PrepareNode(const v1::Assign& assign) {
   const std::string dir = absl::StrCat(options_.work_dir, "/jobs/",
                                        assign.job_id(), "-", assign.attempt());
   const std::string checkpoint_root =
       options_.checkpoint_root.empty()
           ? absl::StrCat(options_.work_dir, "/checkpoints")
           : options_.checkpoint_root;
-  absl::MutexLock lock(&mu_);
-  if (!shutdown_reason_.empty()) {
-    LOG(WARNING) << "shutting down: refusing job " << assign.job_id();
-    return;
-  }
-  if (nodes_.count(key)) return;  // duplicate delivery
-  int32_t& newest = newest_attempt_[assign.job_id()];
-  if (assign.attempt() < newest) {
-    LOG(WARNING) << "refusing stale attempt " << assign.attempt() << " of job "
-                 << assign.job_id() << " (seen " << newest << ")";
-    return;
-  }
-  newest = assign.attempt();
-  // Older attempts of this job that still run here are fenced off.
-  for (auto& [k, node] : nodes_)
-    if (std::get<0>(k) == assign.job_id() && std::get<1>(k) < assign.attempt())
-      node.runner->Cancel("superseded by a newer attempt");
-
-  if (absl::Status devices = CheckAssignedDevices(assign, options_.devices);
-      !devices.ok()) {
-    LOG(ERROR) << "job " << assign.job_id() << " attempt " << assign.attempt()
-               << " node " << assign.node_rank()
-               << " not started: " << devices.message();
-    v1::WorkerMessage m;
-    v1::NodeStatus* s = m.mutable_node_status();
-    s->set_job_id(assign.job_id());
-    s->set_attempt(assign.attempt());
-    s->set_node_rank(assign.node_rank());
-    s->set_state(v1::NODE_STATE_EXITED);
-    s->set_exit_code(127);  // as for a rank that could not start
-    s->set_message(absl::StrCat("not started: ", devices.message()));
-    outbox_.Push(std::move(m));  // mu_ is held: not Enqueue()
-    return;
-  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   // Claimed once per node: the ranks of this node share it.
@@ -462,43 +521,7 @@ void Agent::OnAssign(const v1::Assign& assign) {
   run.kill_grace = options_.kill_grace;
   if (assign.spec().max_runtime().seconds() > 0)
     run.max_runtime = absl::Seconds(assign.spec().max_runtime().seconds());
-  run.on_output = [this, key](int rank, const std::string& data) {
-    OnRankOutput(key, rank, data);
-  };
-  run.on_started = [this, key] {
-    v1::WorkerMessage m;
-    v1::NodeStatus* s = m.mutable_node_status();
-    s->set_job_id(std::get<0>(key));
-    s->set_attempt(std::get<1>(key));
-    s->set_node_rank(std::get<2>(key));
-    s->set_state(v1::NODE_STATE_RUNNING);
-    Enqueue(std::move(m));
-  };
-  run.on_exit = [this, key](int code, const std::string& message) {
-    LOG(INFO) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key)
-              << " node " << std::get<2>(key) << " exited " << code
-              << (message.empty() ? "" : ": ") << message;
-    v1::WorkerMessage m;
-    v1::NodeStatus* s = m.mutable_node_status();
-    s->set_job_id(std::get<0>(key));
-    s->set_attempt(std::get<1>(key));
-    s->set_node_rank(std::get<2>(key));
-    s->set_state(v1::NODE_STATE_EXITED);
-    s->set_exit_code(code);
-    s->set_message(message);
-    absl::MutexLock lock(&mu_);
-    outbox_.OnExited(key, std::move(m));
-  };
-  LOG(INFO) << "starting job " << assign.job_id() << " attempt "
-            << assign.attempt() << " node " << assign.node_rank() << " ("
-            << run.ranks.size() << " rank(s))";
-  Node& node = nodes_[key];
-  outbox_.AddNode(key);
-  node.train = assign.spec().has_train();
-  node.devices.assign(assign.device_indexes().begin(),
-                      assign.device_indexes().end());
-  node.runner = std::make_unique<NodeRunner>(std::move(run));
-  node.runner->Start();
+  return run;
 }
 
 void Agent::OnCancel(const v1::Cancel& cancel) {

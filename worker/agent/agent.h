@@ -4,12 +4,14 @@
 // with its devices and the node attempts it still runs, sends heartbeats,
 // node status, progress and logs, and runs what it is assigned through
 // NodeRunner. Fencing: it refuses an Assign older than an attempt it has
-// already seen for that job, and a Cancel names the attempt it cancels.
-// What it owes the scheduler across streams (log tails to resend, EXITED
-// statuses until acked, fenced nodes' EXITED held for a hello that reports
-// them) is kept by a ReliableOutbox it drives; a node is forgotten once
-// its EXITED was written to a stream and acked, so a reconnecting worker
-// still reports a node that ended while it was disconnected.
+// already seen for that job (checked again, atomically, with the node's
+// start; the node is prepared outside the lock), and a Cancel names the
+// attempt it cancels. What it owes the scheduler across streams (log tails
+// to resend, EXITED statuses until acked, fenced nodes' EXITED held for a
+// hello that reports them) is kept by a ReliableOutbox it drives; a node
+// is forgotten once its EXITED was written to a stream and acked, so a
+// reconnecting worker still reports a node that ended while it was
+// disconnected.
 //
 // Lease and self-fencing (DESIGN §5 "Fencing across a partition"): the
 // scheduler's Welcome acks the hello and gives the lease; each heartbeat
@@ -98,6 +100,15 @@ class Agent {
   void Session();
   void OnMessage(const v1::SchedulerMessage& message);
   void OnAssign(const v1::Assign& assign);
+  // Whether `assign` may start now: FailedPrecondition while shutting
+  // down or for an attempt older than one seen for the job, AlreadyExists
+  // for a node already here (a repeated delivery).
+  absl::Status CheckAssign(const v1::Assign& assign)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The node's work directory, checkpoint directory (claimed and fenced),
+  // spec file and rank plan; file system work, done without mu_. The
+  // callbacks are left to the caller.
+  NodeRunnerOptions PrepareNode(const v1::Assign& assign);
   void OnCancel(const v1::Cancel& cancel);
   // Stops taking work, runs the --on-shutdown hook, reports, then Stop().
   void OnShutdown(const std::string& reason);
