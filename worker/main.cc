@@ -1,4 +1,5 @@
-// tupa-worker: flags -> AgentOptions -> Agent::Run() until SIGTERM/SIGINT.
+// tupa-worker: flags -> WorkerOptions -> WorkerDaemon::BuildAndStart() ->
+// wait for SIGTERM/SIGINT or a shutdown ordered by the scheduler.
 #include <glog/logging.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -17,10 +19,9 @@
 #include "common/daemon.h"
 #include "common/files.h"
 #include "common/logging.h"
-#include "common/metrics.h"
+#include "common/status_macros.h"
 #include "worker/agent/advertise_addr.h"
-#include "worker/agent/agent.h"
-#include "worker/devices/devices.h"
+#include "worker/agent/worker_daemon.h"
 
 ABSL_FLAG(std::string, scheduler, "localhost:50051", "scheduler address");
 ABSL_FLAG(std::string, id, "", "worker id (default: the host name)");
@@ -70,10 +71,13 @@ std::string HostName() {
   return buf;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+// The contents of `path`, given as `flag`.
+absl::StatusOr<std::string> ReadFile(absl::string_view flag,
+                                     const std::string& path) {
   std::optional<std::string> text = tupa::ReadWholeFile(path);
   if (!text)
-    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": cannot read ", path));
   return *std::move(text);
 }
 
@@ -83,122 +87,108 @@ int64_t HostMemory() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  sigset_t signals = tupa::StartDaemon(
-      argc, argv, "tupa-worker: runs ranks of jobs on this host");
-
-  tupa::worker::DeviceOptions devices;
+// The worker's options from the flags (and env TUPA_JOIN_TOKEN); an
+// InvalidArgument naming the flag otherwise.
+absl::Status OptionsFromFlags(tupa::worker::WorkerOptions& options) {
+  tupa::worker::DeviceOptions& devices = options.devices;
   devices.emulated_gpus = absl::GetFlag(FLAGS_emulated_gpus);
   devices.emulated_gpu_type = absl::GetFlag(FLAGS_emulated_gpu_type);
   devices.gpu_type_override = absl::GetFlag(FLAGS_gpu_type);
-  if (devices.emulated_gpus < 0 || devices.emulated_gpus > 1024) {
-    std::cerr << "tupa-worker: --emulated-gpus must be between 0 and 1024\n";
-    return 2;
-  }
-  auto found = tupa::worker::DiscoverDevices(devices);
-  if (!found.ok()) {
-    std::cerr << "tupa-worker: " << found.status() << "\n";
-    return 1;
-  }
+  if (devices.emulated_gpus < 0 || devices.emulated_gpus > 1024)
+    return absl::InvalidArgumentError(
+        "--emulated-gpus must be between 0 and 1024");
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
 
-  tupa::worker::AgentOptions options;
-  options.scheduler = absl::GetFlag(FLAGS_scheduler);
-  options.worker_id =
+  tupa::worker::AgentOptions& agent = options.agent;
+  agent.scheduler = absl::GetFlag(FLAGS_scheduler);
+  agent.worker_id =
       absl::GetFlag(FLAGS_id).empty() ? HostName() : absl::GetFlag(FLAGS_id);
-  if (const char* env = std::getenv("TUPA_JOIN_TOKEN"))
-    options.join_token = env;
+  if (const char* env = std::getenv("TUPA_JOIN_TOKEN")) agent.join_token = env;
   if (!absl::GetFlag(FLAGS_join_token).empty() &&
-      !absl::GetFlag(FLAGS_join_token_file).empty()) {
-    std::cerr << "tupa-worker: give --join-token or --join-token-file, not "
-                 "both\n";
-    return 2;
-  }
+      !absl::GetFlag(FLAGS_join_token_file).empty())
+    return absl::InvalidArgumentError(
+        "give --join-token or --join-token-file, not both");
   if (!absl::GetFlag(FLAGS_join_token).empty())
-    options.join_token = std::string(
+    agent.join_token = std::string(
         absl::StripAsciiWhitespace(absl::GetFlag(FLAGS_join_token)));
   if (!absl::GetFlag(FLAGS_join_token_file).empty()) {
-    auto token = ReadFile(absl::GetFlag(FLAGS_join_token_file));
-    if (!token.ok()) {
-      std::cerr << "tupa-worker: --join-token-file: "
-                << token.status().message() << "\n";
-      return 2;
-    }
-    options.join_token = std::string(absl::StripAsciiWhitespace(*token));
+    ASSIGN_OR_RETURN(
+        const std::string token,
+        ReadFile("--join-token-file", absl::GetFlag(FLAGS_join_token_file)));
+    agent.join_token = std::string(absl::StripAsciiWhitespace(token));
   }
-  for (auto [flag, pem] :
-       {std::make_pair(absl::GetFlag(FLAGS_tls_ca), &options.tls_ca_pem),
-        std::make_pair(absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem),
-        std::make_pair(absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem)}) {
-    if (flag.empty()) continue;
-    auto text = ReadFile(flag);
-    if (!text.ok()) {
-      std::cerr << "tupa-worker: " << text.status().message() << "\n";
-      return 2;
-    }
-    *pem = *text;
+  for (auto [name, path, pem] :
+       {std::make_tuple("--tls-ca", absl::GetFlag(FLAGS_tls_ca),
+                        &agent.tls_ca_pem),
+        std::make_tuple("--tls-cert", absl::GetFlag(FLAGS_tls_cert),
+                        &agent.tls_cert_pem),
+        std::make_tuple("--tls-key", absl::GetFlag(FLAGS_tls_key),
+                        &agent.tls_key_pem)}) {
+    if (path.empty()) continue;
+    ASSIGN_OR_RETURN(*pem, ReadFile(name, path));
   }
-  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
-    std::cerr
-        << "tupa-worker: --tls-cert and --tls-key: give both or neither\n";
-    return 2;
-  }
-  options.region = absl::GetFlag(FLAGS_region);
-  options.instance_id = absl::GetFlag(FLAGS_instance_id);
-  options.offering = absl::GetFlag(FLAGS_offering);
+  if (agent.tls_cert_pem.empty() != agent.tls_key_pem.empty())
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key: give both or neither");
+  agent.region = absl::GetFlag(FLAGS_region);
+  agent.instance_id = absl::GetFlag(FLAGS_instance_id);
+  agent.offering = absl::GetFlag(FLAGS_offering);
   for (absl::string_view kv :
        absl::StrSplit(absl::GetFlag(FLAGS_labels), ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> p =
         absl::StrSplit(kv, absl::MaxSplits('=', 1));
-    if (p.first.empty()) {
-      std::cerr << "tupa-worker: --labels: bad entry \"" << kv << "\"\n";
-      return 2;
-    }
-    options.labels[p.first] = p.second;
+    if (p.first.empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--labels: bad entry \"", kv, "\""));
+    agent.labels[p.first] = p.second;
   }
-  auto advertise = tupa::worker::CheckAdvertiseAddr(
-      absl::GetFlag(FLAGS_advertise_addr), options.scheduler);
-  if (!advertise.ok()) {
-    std::cerr << "tupa-worker: " << advertise.status().message() << "\n";
-    return 2;
-  }
-  options.advertise_addr = *advertise;
-  options.work_dir = std::filesystem::absolute(absl::GetFlag(FLAGS_work_dir));
+  ASSIGN_OR_RETURN(agent.advertise_addr,
+                   tupa::worker::CheckAdvertiseAddr(
+                       absl::GetFlag(FLAGS_advertise_addr), agent.scheduler));
+  agent.work_dir = std::filesystem::absolute(absl::GetFlag(FLAGS_work_dir));
   if (!absl::GetFlag(FLAGS_checkpoint_root).empty())
-    options.checkpoint_root =
+    agent.checkpoint_root =
         std::filesystem::absolute(absl::GetFlag(FLAGS_checkpoint_root));
-  options.trainer_path = absl::GetFlag(FLAGS_trainer);
-  if (options.trainer_path.empty())
-    options.trainer_path =
+  agent.trainer_path = absl::GetFlag(FLAGS_trainer);
+  if (agent.trainer_path.empty())
+    agent.trainer_path =
         (std::filesystem::read_symlink("/proc/self/exe").parent_path() /
          "tupa-train")
             .string();
-  options.devices = std::move(*found);
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
       visible != nullptr && devices.emulated_gpus == 0)
-    options.visible_devices = absl::StrSplit(visible, ',', absl::SkipEmpty());
-  options.cpu = std::thread::hardware_concurrency();
-  options.memory_bytes = HostMemory();
-  options.kill_grace = absl::Seconds(absl::GetFlag(FLAGS_kill_grace_s));
-  options.on_shutdown = absl::GetFlag(FLAGS_on_shutdown);
+    agent.visible_devices = absl::StrSplit(visible, ',', absl::SkipEmpty());
+  agent.cpu = std::thread::hardware_concurrency();
+  agent.memory_bytes = HostMemory();
+  agent.kill_grace = absl::Seconds(absl::GetFlag(FLAGS_kill_grace_s));
+  agent.on_shutdown = absl::GetFlag(FLAGS_on_shutdown);
+  return absl::OkStatus();
+}
 
-  tupa::worker::Agent agent(std::move(options));
-  auto exposer = tupa::StartExposer(absl::GetFlag(FLAGS_metrics_listen),
-                                    agent.metrics().collectables());
-  if (!exposer.ok()) {
-    std::cerr << "tupa-worker: " << exposer.status().message() << "\n";
+int main(int argc, char** argv) {
+  sigset_t signals = tupa::StartDaemon(
+      argc, argv, "tupa-worker: runs ranks of jobs on this host");
+
+  tupa::worker::WorkerOptions options;
+  if (absl::Status s = OptionsFromFlags(options); !s.ok()) {
+    std::cerr << "tupa-worker: " << s.message() << "\n";
+    return 2;
+  }
+  auto worker = tupa::worker::WorkerDaemon::BuildAndStart(std::move(options));
+  if (!worker.ok()) {
+    std::cerr << "tupa-worker: " << worker.status() << "\n";
     return 1;
   }
-  std::thread runner([&] { agent.Run(); });
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
-    agent.Stop();
+    (*worker)->Stop();
   });
-  runner.join();
-  // Run() returns after Stop() (a signal or a Shutdown from the scheduler).
+  // Returns after Stop() (a signal) or a Shutdown from the scheduler.
+  (*worker)->Wait();
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
-  if (const std::string reason = agent.shutdown_reason(); !reason.empty())
+  if (const std::string reason = (*worker)->shutdown_reason(); !reason.empty())
     LOG(INFO) << "stopped by the scheduler (" << reason << "); exiting 0";
   return 0;
 }

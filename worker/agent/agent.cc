@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/checkpoint_fence.h"
 #include "common/client_credentials.h"
 #include "common/hook_runner.h"
 #include "tupa/v1/worker_protocol.grpc.pb.h"
-#include "common/checkpoint_fence.h"
 #include "worker/agent/advertise_addr.h"
 #include "worker/agent/checkpoint_dir.h"
 #include "worker/agent/progress_parser.h"
@@ -34,7 +34,6 @@ std::string RunningMpsPipeDirectory() {
   return std::filesystem::is_fifo(dir + "/control", ec) ? dir : "";
 }
 
-constexpr size_t kMaxQueuedLogs = 20000;
 // Heartbeats sent and not yet acked that are remembered; older ones can no
 // longer extend the lease anyway.
 constexpr size_t kMaxUnackedHeartbeats = 4096;
@@ -46,27 +45,6 @@ constexpr int kKeepaliveTimeoutMs = 5000;
 // How long a stream waits to connect before the session gives up and
 // retries with a fresh hello (so a hello is never stale by much).
 constexpr absl::Duration kConnectTimeout = absl::Seconds(5);
-constexpr size_t kLogChunk = 16 << 10;
-// Output per rank resent on a new stream: what the old one may have lost.
-constexpr size_t kResendBytes = 64 << 10;
-
-// `data` as LogData messages of at most kLogChunk bytes, starting at byte
-// `offset` of the rank's output.
-void AppendLogChunks(const std::tuple<int64_t, int32_t, int32_t>& key, int rank,
-                     const std::string& data, int64_t offset,
-                     std::vector<tupa::v1::WorkerMessage>* out) {
-  for (size_t off = 0; off < data.size(); off += kLogChunk) {
-    tupa::v1::WorkerMessage m;
-    tupa::v1::LogData* log = m.mutable_log();
-    log->set_job_id(std::get<0>(key));
-    log->set_attempt(std::get<1>(key));
-    log->set_rank(rank);
-    log->set_data(data.substr(off, kLogChunk));
-    log->set_offset(offset + static_cast<int64_t>(off));
-    out->push_back(std::move(m));
-  }
-}
-
 }  // namespace
 
 Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
@@ -93,8 +71,7 @@ void Agent::Stop() {
 
 void Agent::Enqueue(v1::WorkerMessage message) {
   absl::MutexLock lock(&mu_);
-  if (message.has_log() && outbox_.size() > kMaxQueuedLogs) return;
-  outbox_.push_back(std::move(message));
+  outbox_.Push(std::move(message));
 }
 
 v1::WorkerMessage Agent::MakeHello(const std::string& address) {
@@ -114,20 +91,9 @@ v1::WorkerMessage Agent::MakeHello(const std::string& address) {
   h->set_offering(options_.offering);
   absl::MutexLock lock(&mu_);
   h->set_shutting_down(shutdown_reason_);
-  hello_fenced_.clear();
   hello_made_at_ = absl::Now();
-  for (const auto& [key, node] : nodes_) {
-    v1::RunningAttempt* r = h->add_running();
-    r->set_job_id(std::get<0>(key));
-    r->set_attempt(std::get<1>(key));
-    r->set_node_rank(std::get<2>(key));
-    // Reported fenced only once its ranks are gone: the scheduler may
-    // start the next attempt at once.
-    if (node.fenced() && node.exited) {
-      r->set_fenced_at_ms(absl::ToUnixMillis(node.fenced_at));
-      hello_fenced_.insert(key);
-    }
-  }
+  for (v1::RunningAttempt& r : outbox_.HelloRunning())
+    *h->add_running() = std::move(r);
   return m;
 }
 
@@ -140,7 +106,7 @@ void Agent::Run() {
       // Fenced nodes whose ranks are still stopping are reported once they
       // are gone (at most one kill grace), so their hello can say so.
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !FencedNodesStopping();
+        return stopping_ || !outbox_.FencedNodesStopping();
       };
       mu_.Await(absl::Condition(&ready));
       if (stopping_) break;
@@ -153,18 +119,6 @@ void Agent::Run() {
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
   fence_watch.join();
-}
-
-bool Agent::FencedNodesStopping() {
-  for (const auto& [key, node] : nodes_)
-    if (node.fenced() && !node.exited) return true;
-  return false;
-}
-
-bool Agent::FencedSinceHello() {
-  for (const auto& [key, node] : nodes_)
-    if (node.fenced() && !hello_fenced_.count(key)) return true;
-  return false;
 }
 
 void Agent::FenceWatch() {
@@ -181,11 +135,10 @@ void Agent::FenceWatch() {
 void Agent::FenceIfLeaseExpired(absl::Time now) {
   if (lease_ <= absl::ZeroDuration() || now - lease_start_ <= lease_) return;
   for (auto& [key, node] : nodes_) {
-    if (node.fenced() || node.exited || !node.runner) continue;
-    node.fenced_at = now;
+    if (!node.runner || !outbox_.OnFenced(key, now)) continue;
     const std::string reason = absl::StrCat(
-        "fenced at ", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", now,
-                                       absl::UTCTimeZone()),
+        "fenced at ",
+        absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", now, absl::UTCTimeZone()),
         ": no word from the scheduler for ",
         absl::FormatDuration(now - lease_start_), " (lease ",
         absl::FormatDuration(lease_),
@@ -249,20 +202,10 @@ void Agent::Session() {
   {
     // EXITED statuses written to an earlier stream but never acked: that
     // scheduler may have died before reading them. The hello listed their
-    // nodes; send them again.
+    // nodes; send them again, after the output the old stream may have
+    // lost (reliable_outbox.h).
     absl::MutexLock lock(&mu_);
-    for (const auto& [key, node] : nodes_)
-      if (node.exit_unacked) outbox_.push_front(*node.exit_unacked);
-    // Before them, what each rank's output last wrote to the old stream:
-    // those writes may have died with it. The chunks still queued continue
-    // from there, in order (a node's logs must precede its EXITED status,
-    // after which the scheduler takes none).
-    std::vector<v1::WorkerMessage> tails;
-    for (const auto& [key, node] : nodes_)
-      for (const auto& [rank, t] : node.output)
-        AppendLogChunks(key, rank, t.tail,
-                        t.sent - static_cast<int64_t>(t.tail.size()), &tails);
-    outbox_.insert(outbox_.begin(), tails.begin(), tails.end());
+    outbox_.OnHelloWritten();
   }
   std::atomic<bool> broken{false};
   std::thread reader([&] {
@@ -278,7 +221,7 @@ void Agent::Session() {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
-      if (FencedSinceHello()) {
+      if (outbox_.FencedSinceHello()) {
         LOG(WARNING) << "nodes were fenced since this stream's hello; "
                         "reconnecting to report them";
         break;
@@ -315,22 +258,13 @@ void Agent::Session() {
       // The EXITED of a node fenced after the hello waits for the next
       // stream (checked here too: the outbox was read before the fence).
       absl::MutexLock lock(&mu_);
-      if (FencedSinceHello()) break;
+      if (outbox_.FencedSinceHello()) break;
     }
     if (!stream->Write(out)) break;  // kept in the outbox for the next stream
     absl::MutexLock lock(&mu_);
-    if (!outbox_.empty()) outbox_.pop_front();
-    if (out.has_log()) NoteLogSent(out.log());
-    if (out.has_node_status() &&
-        out.node_status().state() == v1::NODE_STATE_EXITED) {
-      const auto& s = out.node_status();
-      auto it = nodes_.find(NodeKey{s.job_id(), s.attempt(), s.node_rank()});
-      if (it != nodes_.end() && it->second.exit_acked) {
-        nodes_.erase(it);
-      } else if (it != nodes_.end()) {
-        it->second.exit_unacked = out;  // forgotten once the scheduler acks
-      }
-    }
+    // Only this thread takes from the front: `out` is still there.
+    if (std::optional<NodeKey> done = outbox_.OnFrontWritten())
+      nodes_.erase(*done);
   }
   // A stream the scheduler ended carries its reason (e.g. a refused
   // registration); one we end ourselves is cancelled first.
@@ -377,14 +311,9 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
     case v1::SchedulerMessage::kExitAck: {
       const v1::NodeExitAck& ack = message.exit_ack();
       absl::MutexLock lock(&mu_);
-      auto it =
-          nodes_.find(NodeKey{ack.job_id(), ack.attempt(), ack.node_rank()});
-      if (it == nodes_.end()) break;
-      if (it->second.exit_unacked) {
-        nodes_.erase(it);
-      } else {
-        it->second.exit_acked = true;  // the writer forgets it
-      }
+      if (std::optional<NodeKey> done = outbox_.OnExitAck(
+              NodeKey{ack.job_id(), ack.attempt(), ack.node_rank()}))
+        nodes_.erase(*done);
       break;
     }
     default:
@@ -437,48 +366,107 @@ void Agent::OnShutdown(const std::string& reason) {
   });
 }
 
+absl::Status Agent::CheckAssign(const v1::Assign& assign) {
+  if (!shutdown_reason_.empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat("shutting down: refusing job ", assign.job_id()));
+  if (nodes_.count({assign.job_id(), assign.attempt(), assign.node_rank()}))
+    return absl::AlreadyExistsError("duplicate delivery");
+  auto newest = newest_attempt_.find(assign.job_id());
+  if (newest != newest_attempt_.end() && assign.attempt() < newest->second)
+    return absl::FailedPreconditionError(
+        absl::StrCat("refusing stale attempt ", assign.attempt(), " of job ",
+                     assign.job_id(), " (seen ", newest->second, ")"));
+  return absl::OkStatus();
+}
+
 void Agent::OnAssign(const v1::Assign& assign) {
   const NodeKey key{assign.job_id(), assign.attempt(), assign.node_rank()};
+  const absl::Status devices = CheckAssignedDevices(assign, options_.devices);
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckAssign(assign); !s.ok()) {
+      if (!absl::IsAlreadyExists(s)) LOG(WARNING) << s.message();
+      return;
+    }
+    newest_attempt_[assign.job_id()] = assign.attempt();
+    // Older attempts of this job that still run here are fenced off.
+    for (auto& [k, node] : nodes_)
+      if (std::get<0>(k) == assign.job_id() &&
+          std::get<1>(k) < assign.attempt())
+        node.runner->Cancel("superseded by a newer attempt");
+    if (!devices.ok()) {
+      LOG(ERROR) << "job " << assign.job_id() << " attempt " << assign.attempt()
+                 << " node " << assign.node_rank()
+                 << " not started: " << devices.message();
+      v1::WorkerMessage m;
+      v1::NodeStatus* s = m.mutable_node_status();
+      s->set_job_id(assign.job_id());
+      s->set_attempt(assign.attempt());
+      s->set_node_rank(assign.node_rank());
+      s->set_state(v1::NODE_STATE_EXITED);
+      s->set_exit_code(127);  // as for a rank that could not start
+      s->set_message(absl::StrCat("not started: ", devices.message()));
+      outbox_.Push(std::move(m));
+      return;
+    }
+  }
+  // Directories, checkpoint claim and fence, spec file: file system work
+  // (a shared checkpoint root may be NFS) that must not stall the session.
+  NodeRunnerOptions run = PrepareNode(assign);
+  run.on_output = [this, key](int rank, const std::string& data) {
+    OnRankOutput(key, rank, data);
+  };
+  run.on_started = [this, key] {
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(std::get<0>(key));
+    s->set_attempt(std::get<1>(key));
+    s->set_node_rank(std::get<2>(key));
+    s->set_state(v1::NODE_STATE_RUNNING);
+    Enqueue(std::move(m));
+  };
+  run.on_exit = [this, key](int code, const std::string& message) {
+    LOG(INFO) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key)
+              << " node " << std::get<2>(key) << " exited " << code
+              << (message.empty() ? "" : ": ") << message;
+    v1::WorkerMessage m;
+    v1::NodeStatus* s = m.mutable_node_status();
+    s->set_job_id(std::get<0>(key));
+    s->set_attempt(std::get<1>(key));
+    s->set_node_rank(std::get<2>(key));
+    s->set_state(v1::NODE_STATE_EXITED);
+    s->set_exit_code(code);
+    s->set_message(message);
+    absl::MutexLock lock(&mu_);
+    outbox_.OnExited(key, std::move(m));
+  };
+  absl::MutexLock lock(&mu_);
+  // Checked again with the start, as one step: a shutdown or a newer
+  // attempt may have come while the node was prepared.
+  if (absl::Status s = CheckAssign(assign); !s.ok()) {
+    if (!absl::IsAlreadyExists(s)) LOG(WARNING) << s.message();
+    return;
+  }
+  LOG(INFO) << "starting job " << assign.job_id() << " attempt "
+            << assign.attempt() << " node " << assign.node_rank() << " ("
+            << run.ranks.size() << " rank(s))";
+  Node& node = nodes_[key];
+  outbox_.AddNode(key);
+  node.train = assign.spec().has_train();
+  node.devices.assign(assign.device_indexes().begin(),
+                      assign.device_indexes().end());
+  node.runner = std::make_unique<NodeRunner>(std::move(run));
+  node.runner->Start();
+}
+
+NodeRunnerOptions Agent::PrepareNode(const v1::Assign& assign) {
   const std::string dir = absl::StrCat(options_.work_dir, "/jobs/",
                                        assign.job_id(), "-", assign.attempt());
   const std::string checkpoint_root =
       options_.checkpoint_root.empty()
           ? absl::StrCat(options_.work_dir, "/checkpoints")
           : options_.checkpoint_root;
-  absl::MutexLock lock(&mu_);
-  if (!shutdown_reason_.empty()) {
-    LOG(WARNING) << "shutting down: refusing job " << assign.job_id();
-    return;
-  }
-  if (nodes_.count(key)) return;  // duplicate delivery
-  int32_t& newest = newest_attempt_[assign.job_id()];
-  if (assign.attempt() < newest) {
-    LOG(WARNING) << "refusing stale attempt " << assign.attempt() << " of job "
-                 << assign.job_id() << " (seen " << newest << ")";
-    return;
-  }
-  newest = assign.attempt();
-  // Older attempts of this job that still run here are fenced off.
-  for (auto& [k, node] : nodes_)
-    if (std::get<0>(k) == assign.job_id() && std::get<1>(k) < assign.attempt())
-      node.runner->Cancel("superseded by a newer attempt");
-
-  if (absl::Status devices = CheckAssignedDevices(assign, options_.devices);
-      !devices.ok()) {
-    LOG(ERROR) << "job " << assign.job_id() << " attempt " << assign.attempt()
-               << " node " << assign.node_rank()
-               << " not started: " << devices.message();
-    v1::WorkerMessage m;
-    v1::NodeStatus* s = m.mutable_node_status();
-    s->set_job_id(assign.job_id());
-    s->set_attempt(assign.attempt());
-    s->set_node_rank(assign.node_rank());
-    s->set_state(v1::NODE_STATE_EXITED);
-    s->set_exit_code(127);  // as for a rank that could not start
-    s->set_message(absl::StrCat("not started: ", devices.message()));
-    outbox_.push_back(std::move(m));  // mu_ is held: not Enqueue()
-    return;
-  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   // Claimed once per node: the ranks of this node share it.
@@ -533,46 +521,7 @@ void Agent::OnAssign(const v1::Assign& assign) {
   run.kill_grace = options_.kill_grace;
   if (assign.spec().max_runtime().seconds() > 0)
     run.max_runtime = absl::Seconds(assign.spec().max_runtime().seconds());
-  run.on_output = [this, key](int rank, const std::string& data) {
-    OnRankOutput(key, rank, data);
-  };
-  run.on_started = [this, key] {
-    v1::WorkerMessage m;
-    v1::NodeStatus* s = m.mutable_node_status();
-    s->set_job_id(std::get<0>(key));
-    s->set_attempt(std::get<1>(key));
-    s->set_node_rank(std::get<2>(key));
-    s->set_state(v1::NODE_STATE_RUNNING);
-    Enqueue(std::move(m));
-  };
-  run.on_exit = [this, key](int code, const std::string& message) {
-    LOG(INFO) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key)
-              << " node " << std::get<2>(key) << " exited " << code
-              << (message.empty() ? "" : ": ") << message;
-    v1::WorkerMessage m;
-    v1::NodeStatus* s = m.mutable_node_status();
-    s->set_job_id(std::get<0>(key));
-    s->set_attempt(std::get<1>(key));
-    s->set_node_rank(std::get<2>(key));
-    s->set_state(v1::NODE_STATE_EXITED);
-    s->set_exit_code(code);
-    s->set_message(message);
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = nodes_.find(key);
-      if (it != nodes_.end()) it->second.exited = true;
-    }
-    Enqueue(std::move(m));
-  };
-  LOG(INFO) << "starting job " << assign.job_id() << " attempt "
-            << assign.attempt() << " node " << assign.node_rank() << " ("
-            << run.ranks.size() << " rank(s))";
-  Node& node = nodes_[key];
-  node.train = assign.spec().has_train();
-  node.devices.assign(assign.device_indexes().begin(),
-                      assign.device_indexes().end());
-  node.runner = std::make_unique<NodeRunner>(std::move(run));
-  node.runner->Start();
+  return run;
 }
 
 void Agent::OnCancel(const v1::Cancel& cancel) {
@@ -583,47 +532,13 @@ void Agent::OnCancel(const v1::Cancel& cancel) {
       node.runner->Cancel(cancel.reason());
 }
 
-void Agent::NoteLogSent(const v1::LogData& log) {
-  // Logs name (job, attempt, rank), not the node: the rank is in one of
-  // the attempt's nodes here.
-  for (auto n = nodes_.lower_bound({log.job_id(), log.attempt(), INT32_MIN});
-       n != nodes_.end() && std::get<0>(n->first) == log.job_id() &&
-       std::get<1>(n->first) == log.attempt();
-       ++n) {
-    auto found = n->second.output.find(log.rank());
-    if (found == n->second.output.end()) continue;
-    Node::OutputTail& t = found->second;
-    const int64_t end = log.offset() + static_cast<int64_t>(log.data().size());
-    if (end <= t.sent) return;  // a resent chunk: already in the tail
-    if (log.offset() > t.sent) t.tail.clear();  // after a dropped chunk
-    const int64_t skip = std::max<int64_t>(0, t.sent - log.offset());
-    t.tail.append(log.data(), static_cast<size_t>(skip), std::string::npos);
-    t.sent = end;
-    if (t.tail.size() > kResendBytes)
-      t.tail.erase(0, t.tail.size() - kResendBytes);
-    return;
-  }
-}
-
 void Agent::OnRankOutput(const NodeKey& key, int rank,
                          const std::string& data) {
-  int64_t offset = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = nodes_.find(key);
-    if (it != nodes_.end()) {
-      Node::OutputTail& t = it->second.output[rank];
-      offset = t.produced;
-      t.produced += static_cast<int64_t>(data.size());
-    }
-  }
-  std::vector<v1::WorkerMessage> chunks;
-  AppendLogChunks(key, rank, data, offset, &chunks);
-  for (v1::WorkerMessage& m : chunks) Enqueue(std::move(m));
-  if (rank != 0) return;
   std::vector<v1::Progress> updates;
   {
     absl::MutexLock lock(&mu_);
+    outbox_.OnOutput(key, rank, data);
+    if (rank != 0) return;
     auto it = nodes_.find(key);
     if (it == nodes_.end() || !it->second.train) return;
     updates = ExtractProgress(it->second.line_buffer, data);

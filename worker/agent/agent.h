@@ -4,9 +4,13 @@
 // with its devices and the node attempts it still runs, sends heartbeats,
 // node status, progress and logs, and runs what it is assigned through
 // NodeRunner. Fencing: it refuses an Assign older than an attempt it has
-// already seen for that job, and a Cancel names the attempt it cancels.
-// A node is forgotten only once its EXITED status was written to a stream,
-// so a reconnecting worker still reports a node that ended while it was
+// already seen for that job (checked again, atomically, with the node's
+// start; the node is prepared outside the lock), and a Cancel names the
+// attempt it cancels. What it owes the scheduler across streams (log tails
+// to resend, EXITED statuses until acked, fenced nodes' EXITED held for a
+// hello that reports them) is kept by a ReliableOutbox it drives; a node
+// is forgotten once its EXITED was written to a stream and acked, so a
+// reconnecting worker still reports a node that ended while it was
 // disconnected.
 //
 // Lease and self-fencing (DESIGN §5 "Fencing across a partition"): the
@@ -24,11 +28,8 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -37,6 +38,7 @@
 #include "absl/time/time.h"
 #include "tupa/v1/worker_protocol.pb.h"
 #include "worker/agent/node_runner.h"
+#include "worker/agent/reliable_outbox.h"
 #include "worker/agent/worker_metrics.h"
 
 namespace tupa::worker {
@@ -84,44 +86,33 @@ class Agent {
   WorkerMetrics& metrics() { return *metrics_; }
 
  private:
-  using NodeKey = std::tuple<int64_t, int32_t, int32_t>;  // job, attempt, node
+  using NodeKey = ReliableOutbox::NodeKey;  // job, attempt, node
 
+  // What runs a node; its delivery bookkeeping is in outbox_.
   struct Node {
     std::unique_ptr<NodeRunner> runner;
     bool train = false;
-    std::string line_buffer;  // rank 0 output, for progress lines
-    bool exited = false;  // every rank is gone (on_exit ran)
-    // When the lease ran out and its ranks were told to stop; InfinitePast
-    // while not fenced.
-    absl::Time fenced_at = absl::InfinitePast();
-    bool fenced() const { return fenced_at != absl::InfinitePast(); }
+    std::string line_buffer;       // rank 0 output, for progress lines
     std::vector<int32_t> devices;  // assigned device indexes
-    // Its EXITED status, once written to a stream: kept (and resent on the
-    // next stream) until the scheduler acks it (NodeExitAck).
-    std::optional<v1::WorkerMessage> exit_unacked;
-    bool exit_acked = false;  // the ack overtook the bookkeeping of the write
-    // Per rank: bytes of output so far, and the last kResendBytes of it
-    // written to a stream (ending at byte `sent`), resent on every new
-    // stream ahead of the chunks still queued (LogData.offset): the last
-    // writes to a stream that broke may never have arrived.
-    struct OutputTail {
-      int64_t produced = 0;
-      int64_t sent = 0;
-      std::string tail;
-    };
-    std::map<int, OutputTail> output;
   };
 
   // One stream's life; returns when it breaks or on Stop().
   void Session();
   void OnMessage(const v1::SchedulerMessage& message);
   void OnAssign(const v1::Assign& assign);
+  // Whether `assign` may start now: FailedPrecondition while shutting
+  // down or for an attempt older than one seen for the job, AlreadyExists
+  // for a node already here (a repeated delivery).
+  absl::Status CheckAssign(const v1::Assign& assign)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The node's work directory, checkpoint directory (claimed and fenced),
+  // spec file and rank plan; file system work, done without mu_. The
+  // callbacks are left to the caller.
+  NodeRunnerOptions PrepareNode(const v1::Assign& assign);
   void OnCancel(const v1::Cancel& cancel);
   // Stops taking work, runs the --on-shutdown hook, reports, then Stop().
   void OnShutdown(const std::string& reason);
   void OnRankOutput(const NodeKey& key, int rank, const std::string& data);
-  // A LogData message was written to the stream: it joins its rank's tail.
-  void NoteLogSent(const v1::LogData& log) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Enqueue(v1::WorkerMessage message);
   // The hello for a new stream, advertising `address`; records what it
   // reports fenced and when it was made (the lease's start if acked).
@@ -129,10 +120,6 @@ class Agent {
   // Fences every running node once the lease has run out; until Stop().
   void FenceWatch();
   void FenceIfLeaseExpired(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A node was fenced after this stream's hello was made: the stream must
-  // not carry its EXITED (the scheduler would take it for a failure).
-  bool FencedSinceHello() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool FencedNodesStopping() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnHeartbeatAck(uint64_t seq);
   // agent_metrics.cc: which rank process groups hold which device.
   std::vector<DeviceUse> DeviceUses();
@@ -142,14 +129,13 @@ class Agent {
   absl::Mutex mu_;
   std::map<NodeKey, Node> nodes_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, int32_t> newest_attempt_ ABSL_GUARDED_BY(mu_);
-  std::deque<v1::WorkerMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  ReliableOutbox outbox_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
   // The lease from the Welcome (zero: none yet, no fencing) and when it
   // started: the send time of the newest message the scheduler acked.
   absl::Duration lease_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   absl::Time lease_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time hello_made_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::set<NodeKey> hello_fenced_ ABSL_GUARDED_BY(mu_);
   uint64_t next_heartbeat_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<std::pair<uint64_t, absl::Time>> unacked_heartbeats_
       ABSL_GUARDED_BY(mu_);
