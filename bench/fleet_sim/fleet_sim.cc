@@ -175,6 +175,7 @@ absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
   SubmitterOptions so;
   so.scheduler = o.scheduler;
   so.clients = o.clients;
+  so.rate = o.submit_rate;
   so.jobs = o.jobs;
   so.key_prefix =
       o.key_prefix.empty()

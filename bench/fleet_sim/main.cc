@@ -42,6 +42,9 @@ ABSL_FLAG(double, progress_hz, 0, "progress reports per running node per s");
 ABSL_FLAG(double, log_hz, 0, "log lines per running node per s");
 ABSL_FLAG(int, jobs, 1000, "jobs to submit");
 ABSL_FLAG(int, clients, 32, "concurrent submitting clients");
+ABSL_FLAG(double, submit_rate, 0,
+          "submit at most this many jobs per second, paced (0: as fast as "
+          "the clients' acks allow)");
 ABSL_FLAG(std::string, mix, "default",
           "job mix: KIND[:WEIGHT],... with KIND 1 2 4 8 0.5 gang none cpu; "
           "default = 1:30,2:15,4:15,8:15,gang:5,0.5:20");
@@ -107,6 +110,7 @@ absl::Status OptionsFromFlags(tupa::fleet_sim::FleetSimOptions& o) {
   o.log_hz = absl::GetFlag(FLAGS_log_hz);
   o.jobs = absl::GetFlag(FLAGS_jobs);
   o.clients = absl::GetFlag(FLAGS_clients);
+  o.submit_rate = absl::GetFlag(FLAGS_submit_rate);
   o.mix = absl::GetFlag(FLAGS_mix);
   if (absl::Status s = ParseRange(absl::GetFlag(FLAGS_runtime_ms),
                                   &o.runtime_min_ms, &o.runtime_max_ms);
@@ -126,7 +130,7 @@ absl::Status OptionsFromFlags(tupa::fleet_sim::FleetSimOptions& o) {
   if (o.workers < 0 || o.jobs < 0 || o.clients < 1 || o.gpus_per_worker < 0)
     return absl::InvalidArgumentError(
         "--workers, --jobs, --gpus-per-worker must be >= 0, --clients >= 1");
-  if (o.progress_hz < 0 || o.log_hz < 0 || o.probe_hz < 0)
+  if (o.progress_hz < 0 || o.log_hz < 0 || o.probe_hz < 0 || o.submit_rate < 0)
     return absl::InvalidArgumentError("rates must be >= 0");
   return absl::OkStatus();
 }

@@ -24,6 +24,22 @@ class Submitter::Client {
       owner_->ClientDone();
       return;
     }
+    // Paced: job `index` is due index / rate seconds after the start.
+    if (owner_->options_.rate > 0) {
+      const absl::Time due =
+          owner_->first_start_ +
+          absl::Seconds(static_cast<double>(index) / owner_->options_.rate);
+      const absl::Duration wait = due - absl::Now();
+      if (wait > absl::ZeroDuration()) {
+        owner_->timers_->After(wait, [this, index] { Begin(index); });
+        return;
+      }
+    }
+    Begin(index);
+  }
+
+ private:
+  void Begin(long index) {
     req_.Clear();
     *req_.mutable_spec() = owner_->mix_->Spec(index);
     req_.set_idempotency_key(absl::StrCat(owner_->options_.key_prefix, index));
@@ -32,7 +48,6 @@ class Submitter::Client {
     Call();
   }
 
- private:
   void Call() {
     ++tries_;
     resp_.Clear();

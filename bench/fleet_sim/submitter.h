@@ -3,7 +3,8 @@
 // outstanding at a time (callback API: no thread per client). Every submit
 // carries an idempotency key (key_prefix + index); UNAVAILABLE and
 // DEADLINE_EXCEEDED are retried with the same key, so a job is created at
-// most once; other errors give the job up. Acks go to the JobTracker.
+// most once; other errors give the job up. Acks go to the JobTracker. With
+// a rate, submissions are paced (clients still bound what is in flight).
 // Thread-safe; must outlive its calls (Wait() returns once all ended).
 #ifndef TUPA_BENCH_FLEET_SIM_SUBMITTER_H_
 #define TUPA_BENCH_FLEET_SIM_SUBMITTER_H_
@@ -30,6 +31,9 @@ struct SubmitterOptions {
   std::string key_prefix;
   absl::Duration deadline = absl::Seconds(30);
   int max_tries = 30;  // per job, for retryable errors
+  // Jobs per second over all clients (job i is due i / rate s after the
+  // start); 0: each client submits as soon as its last call ended.
+  double rate = 0;
 };
 
 class Submitter {

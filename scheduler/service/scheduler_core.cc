@@ -189,20 +189,24 @@ void SchedulerCore::Shutdown() {
 
 void SchedulerCore::Loop() {
   // Wake-ups (a submit, a node exit) make the next cycle come sooner, but
-  // not more often than every kMinCycleGap: a burst of submits then costs
-  // a few passes, not one each. Writes queued by the worker streams are
-  // committed as soon as the loop is free (group commit: what arrives
-  // during one commit goes into the next), each round then published.
+  // not more often than every min_gap: a burst of submits then costs a few
+  // passes, not one each. min_gap is at least twice what the last cycle
+  // took, so that cycles (which hold the core) take at most a third of the
+  // time however deep the queue, and worker messages are never starved.
+  // Writes queued by the worker streams are committed as soon as the loop
+  // is free (group commit: what arrives during one commit goes into the
+  // next), each round then published.
   constexpr absl::Duration kMinCycleGap = absl::Milliseconds(20);
+  absl::Duration min_gap = kMinCycleGap;
   absl::Time last_cycle = absl::InfinitePast();
   while (true) {
     bool cycle = false;
     {
       absl::MutexLock lock(&mu_);
       const bool woken = wake_;
+      const absl::Time earliest = last_cycle + min_gap;
       const absl::Time due =
-          woken ? std::min(next_cycle_, last_cycle + kMinCycleGap)
-                : next_cycle_;
+          woken ? earliest : std::max(next_cycle_, earliest);
       auto ready = [this, woken]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stopping_ || !batch_writes_.empty() || (!woken && wake_) ||
                (!woken && has_arrivals_.load());
@@ -214,12 +218,13 @@ void SchedulerCore::Loop() {
       FlushWritesReleasingLock();
       if (stopping_) return;
       const absl::Time now = absl::Now();
-      cycle = now >= next_cycle_ || (wake_ && now >= last_cycle + kMinCycleGap);
+      cycle = now >= last_cycle + min_gap && (now >= next_cycle_ || wake_);
       if (!cycle) PublishReads(now);
     }
     if (cycle) {
       last_cycle = absl::Now();
       RunCycle();
+      min_gap = std::max(kMinCycleGap, 2 * (absl::Now() - last_cycle));
     }
   }
 }
@@ -294,21 +299,26 @@ void SchedulerCore::CheckLeases(absl::Time now) {
 }
 
 std::vector<NodeView> SchedulerCore::NodeViews() {
-  std::map<std::string, NodeView> views;
+  // Once per pass over every worker: no map of views, each worker's own
+  // allocations through worker_allocs_ (in worker id order, as workers_).
+  const absl::Time now = absl::Now();
+  std::vector<NodeView> out;
+  out.reserve(workers_.size());
   for (const auto& [id, w] : workers_) {
     if (w.info.state() != v1::WORKER_STATE_UP &&
         w.info.state() != v1::WORKER_STATE_DRAINING)
       continue;
-    NodeView v;
+    NodeView& v = out.emplace_back();
     v.worker_id = id;
     v.region = w.info.region();
     v.labels.insert(w.info.labels().begin(), w.info.labels().end());
+    v.devices.reserve(w.info.devices_size());
     for (const v1::Device& d : w.info.devices())
       v.devices.push_back({d.index(), d.gpu_type(), 1.0});
     v.cpu_total = v.cpu_free = w.info.cpu();
     v.memory_total = v.memory_free = w.info.memory_bytes();
     if (w.price)
-      v.price_per_gpu_hour = pricing::PriceAt(*w.price, absl::Now()).ToDouble();
+      v.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
     auto placed = worker_allocs_.find(id);
     const size_t nodes_here =
         placed == worker_allocs_.end() ? 0 : placed->second.size();
@@ -316,21 +326,19 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
         w.session != nullptr && w.info.state() == v1::WORKER_STATE_UP &&
         w.stop_reason.empty() &&
         nodes_here < static_cast<size_t>(options_.max_nodes_per_worker);
-    views[id] = std::move(v);
+    if (placed == worker_allocs_.end()) continue;
+    for (const AllocKey& key : placed->second) {
+      auto it = allocs_.find(key);
+      if (it == allocs_.end()) continue;
+      const Alloc& a = it->second;
+      for (int32_t d : a.devices)
+        for (DeviceSlot& slot : v.devices)
+          if (slot.index == d)
+            slot.free_share = std::max(0.0, slot.free_share - a.share);
+      v.cpu_free -= a.cpu;
+      v.memory_free -= a.memory;
+    }
   }
-  for (const auto& [key, a] : allocs_) {
-    auto it = views.find(a.worker_id);
-    if (it == views.end()) continue;
-    NodeView& v = it->second;
-    for (int32_t d : a.devices)
-      for (DeviceSlot& slot : v.devices)
-        if (slot.index == d)
-          slot.free_share = std::max(0.0, slot.free_share - a.share);
-    v.cpu_free -= a.cpu;
-    v.memory_free -= a.memory;
-  }
-  std::vector<NodeView> out;
-  for (auto& [id, v] : views) out.push_back(std::move(v));
   return out;
 }
 
