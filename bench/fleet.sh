@@ -3,14 +3,19 @@
 # PostgreSQL (synchronous_commit on) and a real tupa-scheduler on free
 # ports, driven by tupa-fleet-sim; prints the simulator's JSON line.
 #
-#   bench/fleet.sh [--real-workers N] [--worker-timeout D] [SIM FLAGS...]
+#   bench/fleet.sh [--real-workers N] [--worker-timeout D] [--restart-check]
+#                  [SIM FLAGS...]
 #
 # SIM FLAGS go to tupa-fleet-sim as given (e.g. --workers 1000 --jobs
 # 20000 --runtime-ms 2000-5000); --scheduler and --scheduler-pid are set
 # here. With --real-workers N, N real tupa-worker processes (8 emulated
 # GPUs each) are started instead and the simulator runs with --workers 0:
 # it only submits (jobs run `true`) and probes, and sees completion by
-# polling GetJob. Everything this script starts is stopped by pid on exit.
+# polling GetJob. With --restart-check, once the simulator is done the
+# scheduler is killed (-9) and started again on the same database: a second
+# JSON line gives how long it took to serve again (bench "fleet_restart":
+# the first answered ListJobs) and what the rebuilt view holds. Everything
+# this script starts is stopped by pid on exit.
 #
 # Environment: TUPA_BIN_DIR (default build/bin).
 set -euo pipefail
@@ -19,11 +24,13 @@ BIN=${TUPA_BIN_DIR:-$ROOT/build/bin}
 
 real_workers=0
 worker_timeout=15s
+restart_check=0
 sim_args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --real-workers) real_workers=$2; shift 2 ;;
     --worker-timeout) worker_timeout=$2; shift 2 ;;
+    --restart-check) restart_check=1; shift ;;
     *) sim_args+=("$1"); shift ;;
   esac
 done
@@ -71,3 +78,26 @@ fi
   tail -n 20 "$work/scheduler.log" >&2
   exit "$rc"
 }
+
+if (( restart_check )); then
+  kill -9 "$sched_pid" 2>/dev/null || true
+  wait "$sched_pid" 2>/dev/null || true
+  start_ns=$(date +%s%N)
+  TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
+    --metrics-listen "" --data-dir "$work/scheduler" --auth=false \
+    --worker-timeout "$worker_timeout" >>"$work/scheduler.log" 2>&1 &
+  sched_pid=$!
+  served=0
+  for _ in $(seq 600); do
+    if TUPA_SCHEDULER="127.0.0.1:$port" "$BIN/tupa" list --limit 1 -o json >/dev/null 2>&1; then
+      served=1; break
+    fi
+    kill -0 "$sched_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  end_ns=$(date +%s%N)
+  rebuilt=$(grep -o 'rebuilt from PostgreSQL: [0-9]* active jobs' "$work/scheduler.log" | tail -n 1 | grep -o '[0-9]*' || true)
+  rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$sched_pid/status" 2>/dev/null || echo 0)
+  awk -v served="$served" -v ns="$((end_ns - start_ns))" -v jobs="${rebuilt:-0}" -v kb="$rss_kb" \
+    'BEGIN { printf "{\"bench\": \"fleet_restart\", \"served\": %d, \"serving_s\": %.2f, \"active_jobs_rebuilt\": %d, \"scheduler_rss_mb\": %.1f}\n", served, ns / 1e9, jobs, kb / 1024 }'
+fi
