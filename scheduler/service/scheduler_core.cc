@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
+#include "scheduler/placement/fit_bounds.h"
 
 namespace tupa::scheduler {
 
@@ -205,8 +206,7 @@ void SchedulerCore::Loop() {
       absl::MutexLock lock(&mu_);
       const bool woken = wake_;
       const absl::Time earliest = last_cycle + min_gap;
-      const absl::Time due =
-          woken ? earliest : std::max(next_cycle_, earliest);
+      const absl::Time due = woken ? earliest : std::max(next_cycle_, earliest);
       auto ready = [this, woken]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return stopping_ || !batch_writes_.empty() || (!woken && wake_) ||
                (!woken && has_arrivals_.load());
@@ -410,11 +410,15 @@ void SchedulerCore::Schedule(absl::Time now) {
   // Skipped passes leave no stale reasons behind; WhyJob computes its own.
   last_pending_.clear();
   std::vector<NodeView> nodes = NodeViews();
-  bool any_schedulable = false;
-  for (const NodeView& n : nodes) any_schedulable |= n.schedulable;
-  if (!any_schedulable) return;  // nothing can start; keep the cycle cheap
+  const FitBounds bounds = FitBounds::Of(nodes);
+  if (!bounds.any_schedulable) return;  // nothing can start; keep it cheap
   std::vector<JobRequest> pending = PendingRequests();
   if (pending.empty()) return;
+  // A full fleet under a deep queue: no pending job fits even the best
+  // node of each resource, so the pass would start nothing.
+  if (std::none_of(pending.begin(), pending.end(),
+                   [&](const JobRequest& r) { return bounds.CouldFit(r); }))
+    return;
   PlacementOptions options;
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
