@@ -150,9 +150,14 @@ TEST(NodeRunner, RanksInheritNoDescriptorOfTheWorker) {
   // A descriptor the worker holds without O_CLOEXEC (like the write end of
   // another node's output pipe, which the shim held because it never
   // execs): the rank must not get it.
+  // Moved above the low numbers: the listing shell's own pipe to `tr`
+  // (3 and 4 while it forks) must not be taken for it.
   const std::string held = testing::TempDir() + "/node_runner_held_fd";
-  const int fd = open(held.c_str(), O_CREAT | O_WRONLY, 0600);
-  ASSERT_GE(fd, 3);
+  const int low = open(held.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(low, 3);
+  const int fd = fcntl(low, F_DUPFD, 50);  // no FD_CLOEXEC, like `low`
+  close(low);
+  ASSERT_GE(fd, 50);
   Result result;
   NodeRunnerOptions o =
       Options({{"sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '"}}, &result);
