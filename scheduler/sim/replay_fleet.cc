@@ -15,6 +15,9 @@ using scheduler::JobRequest;
 using scheduler::NodeView;
 namespace idle = scheduler::idle;
 
+// How far ahead the cost rule sees the price calendar.
+constexpr absl::Duration kPriceHorizon = absl::Hours(24);
+
 absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(
     const std::vector<NodeView>& nodes, FleetOptions options) {
   std::vector<NodeState> states;
@@ -110,6 +113,10 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
   const absl::Time now = At(now_ms);
   idle::Snapshot snap;
   std::vector<int> worker_node;  // snapshot worker -> node index
+  const bool cost_rule = options_.idle->idle_shutdown.kind ==
+                         idle::IdleShutdownPolicy::Kind::kCost;
+  // One catalog entry per GPU type (every node shares region and offering).
+  std::map<std::string, std::vector<std::pair<absl::Time, double>>> steps;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const NodeState& n = nodes_[i];
     if (n.power != Power::kUp) continue;
@@ -127,6 +134,11 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     // Decide() only needs to know whether jobs are there.
     for (int j = 0; j < n.jobs; ++j) w.job_ids.push_back(j + 1);
     w.price_per_gpu_hour = PriceAtEpoch(static_cast<int>(i));
+    if (cost_rule && n.price) {
+      auto [it, fresh] = steps.try_emplace(n.gpu_type);
+      if (fresh) it->second = pricing::PriceSteps(*n.price, now, kPriceHorizon);
+      w.price_steps = it->second;
+    }
     snap.workers.push_back(std::move(w));
     worker_node.push_back(static_cast<int>(i));
   }
@@ -170,6 +182,9 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
       const NodeState& n = nodes_[index_.at(v.worker_id)];
       soonest = std::min(
           soonest, At(n.up_since_ms) + policy.idle_shutdown.min_uptime - now);
+    } else if (v.verdict == idle::Verdict::kWarmPays) {
+      // The rule's answer changes as the pool's silence grows.
+      soonest = std::min(soonest, options_.decide_every);
     } else if (v.verdict == idle::Verdict::kGrace) {
       soonest = std::min(soonest, policy.idle_shutdown.grace);
     }
