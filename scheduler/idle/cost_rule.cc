@@ -69,7 +69,8 @@ double IdleCost(const WorkerInfo& w, absl::Time from, absl::Time to) {
 }
 
 CostJudgement JudgeByCost(const IdlePolicy& policy, const PoolStats& stats,
-                          const WorkerInfo& w, int rank, absl::Time now) {
+                          const WorkerInfo& w, int rank, absl::Duration idle,
+                          absl::Time now) {
   const IdleShutdownPolicy& p = policy.idle_shutdown;
   CostJudgement j;
   // Past a year the answer no longer changes; this keeps the integral short.
@@ -90,12 +91,16 @@ CostJudgement JudgeByCost(const IdlePolicy& policy, const PoolStats& stats,
       price_then * priced.gpus_total *
       absl::ToDoubleHours(p.boot_time + p.billing_minimum + job_waits);
   if (stats.pickups < kMinPickups) {
-    // Too few gaps to estimate from (a fresh pool): wait for idle_after.
-    j.keep = true;
+    // Too few gaps to estimate from (a fresh pool): the ski-rental rule,
+    // stop once the idle time paid equals what a restart would cost.
+    const absl::Duration break_even =
+        p.boot_time + p.billing_minimum + job_waits;
+    j.keep = idle < break_even;
     j.reason = absl::StrFormat(
-        "cost: pool has seen %d of the %d jobs it learns from; kept up to "
-        "%s idle",
-        stats.pickups, kMinPickups, HumanDuration(p.MaxIdle()));
+        "cost: pool has seen %d of the %d jobs it learns from; idle %s of "
+        "the %s a restart costs",
+        stats.pickups, kMinPickups, HumanDuration(idle),
+        HumanDuration(break_even));
     return j;
   }
   j.keep = j.stay_cost <= j.restart_cost;

@@ -16,7 +16,7 @@
 // pending_after + boot_time) at the price of the GPUs it waits for. The
 // worker is kept while staying costs no more than a restart
 // (the ski-rental break-even when jobs stop coming). Until a pool has seen
-// kMinPickups pickups, its idle workers are kept up to MaxIdle().
+// kMinPickups pickups, a worker idle for the restart time is stopped.
 // Thread-compatible.
 #ifndef TUPA_SCHEDULER_IDLE_COST_RULE_H_
 #define TUPA_SCHEDULER_IDLE_COST_RULE_H_
@@ -29,9 +29,9 @@
 
 namespace tupa::scheduler::idle {
 
-// A pool that has seen fewer pickups has no estimate yet: its idle workers
-// are kept up to MaxIdle() (an empty state only makes the policy more
-// cautious).
+// A pool that has seen fewer pickups has no estimate yet: each idle worker
+// is stopped once its idle time equals the restart time (boot_time +
+// billing_minimum + the job's wait), the deterministic ski-rental rule.
 inline constexpr int kMinPickups = 10;
 
 // Weight of the newest gap in PoolStats::mean_gap_s.
@@ -49,10 +49,11 @@ struct CostJudgement {
   std::string reason;  // "cost: next job in ~4m; staying up 0.53 <= ..."
 };
 
-// Judges the idle worker `w` ranked `rank` (1: the most recently idle of
-// its pool's idle workers) under `stats`.
+// Judges the idle worker `w`, idle for `idle` and ranked `rank` (1: the
+// most recently idle of its pool's idle workers), under `stats`.
 CostJudgement JudgeByCost(const IdlePolicy& policy, const PoolStats& stats,
-                          const WorkerInfo& w, int rank, absl::Time now);
+                          const WorkerInfo& w, int rank, absl::Duration idle,
+                          absl::Time now);
 
 // GPUs of `w` x the integral of its price over [from, to), from
 // price_steps (or price_per_gpu_hour when it has none).

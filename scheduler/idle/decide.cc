@@ -31,8 +31,12 @@ std::optional<std::string> BusyReason(const WorkerInfo& w, double threshold) {
 
 absl::Time IdleSince(const WorkerInfo& w, const PolicyState& prev,
                      absl::Time now) {
+  // A worker busy in the previous cycle is idle since then, not since it
+  // joined (the callers do not know last_busy_at).
   auto it = prev.idle_since.find(w.id);
-  absl::Time since = it != prev.idle_since.end() ? it->second
+  auto busy = prev.busy_at.find(w.id);
+  absl::Time since = it != prev.idle_since.end()  ? it->second
+                     : busy != prev.busy_at.end() ? busy->second
                      : w.last_busy_at != absl::InfinitePast()
                          ? std::max(w.last_busy_at, w.joined_at)
                          : w.joined_at;
@@ -134,6 +138,7 @@ class WorkerPass {
     pools_seen_.insert(pool);
     if (auto busy = BusyReason(w, p_.activity_threshold)) {
       if (prev_.idle_since.count(w.id)) ++pickups_[pool];
+      d_->state.busy_at[w.id] = now_;
       CancelGrace(w.id, absl::StrCat(*busy, " during the shutdown grace"));
       Set(i, p_.enabled ? Verdict::kBusy : Verdict::kDisabled, *busy,
           absl::ZeroDuration());
@@ -225,8 +230,8 @@ class WorkerPass {
     int rank = 0;
     for (size_t k = cs.size(); k-- > 0;) {
       Candidate& c = cs[k];
-      CostJudgement j =
-          JudgeByCost(policy_, stats, s_.workers[c.index], ++rank, now_);
+      CostJudgement j = JudgeByCost(policy_, stats, s_.workers[c.index],
+                                    ++rank, c.idle, now_);
       c.warm_pays = j.keep && c.idle < p_.MaxIdle();
       (*reasons)[k] = c.idle < p_.MaxIdle()
                           ? j.reason

@@ -99,6 +99,7 @@ struct PoolStats {
 // state (after a restart) only makes the policy more cautious.
 struct PolicyState {
   std::map<std::string, absl::Time> idle_since;      // worker -> since
+  std::map<std::string, absl::Time> busy_at;  // worker -> last busy cycle
   std::map<std::string, absl::Time> grace_since;     // worker -> announced at
   std::map<std::string, absl::Time> shutting_down;   // worker -> decided at
   std::map<int64_t, absl::Time> low_activity_since;  // running job -> since
