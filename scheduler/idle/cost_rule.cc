@@ -31,19 +31,22 @@ absl::Duration Gap(const PoolStats& s, absl::Time now) {
 
 }  // namespace
 
-void RecordPickups(PoolStats* s, int count, absl::Time now) {
+void RecordPickups(PoolStats* s, int count, absl::Time now, double gpus) {
   if (s->first_seen == absl::InfinitePast()) s->first_seen = now;
   if (count <= 0) return;
   const absl::Time since =
       s->last_pickup == absl::InfinitePast() ? s->first_seen : s->last_pickup;
   const double sample =
       std::max(0.0, absl::ToDoubleSeconds(now - since)) / count;
+  const double per_job = gpus / count;
   if (s->pickups == 0) {
     s->mean_gap_s = sample;
+    s->mean_job_gpus = per_job;
   } else {
     // `count` pickups in one cycle weigh as `count` samples.
     const double w = 1 - std::pow(1 - kGapAverageWeight, count);
     s->mean_gap_s += w * (sample - s->mean_gap_s);
+    s->mean_job_gpus += w * (per_job - s->mean_job_gpus);
   }
   s->pickups += count;
   s->last_pickup = now;
@@ -87,9 +90,15 @@ CostJudgement JudgeByCost(const IdlePolicy& policy, const PoolStats& stats,
                                : absl::ZeroDuration()) +
       p.boot_time;
   const double price_then = PriceAt(priced, next_job);
+  const double job_gpus =
+      stats.mean_job_gpus > 0
+          ? std::min<double>(stats.mean_job_gpus, priced.gpus_total)
+          : priced.gpus_total;
   j.restart_cost =
-      price_then * priced.gpus_total *
-      absl::ToDoubleHours(p.boot_time + p.billing_minimum + job_waits);
+      price_then *
+      (priced.gpus_total *
+           absl::ToDoubleHours(p.boot_time + p.billing_minimum) +
+       job_gpus * absl::ToDoubleHours(job_waits));
   if (stats.pickups < kMinPickups) {
     // Too few gaps to estimate from (a fresh pool): the ski-rental rule,
     // stop once the idle time paid equals what a restart would cost.

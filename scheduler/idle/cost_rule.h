@@ -13,7 +13,8 @@
 // the worker's GPUs x the price integrated over that wait (off-peak
 // windows included); a restart costs the worker's GPUs x the price then x
 // (boot_time + billing_minimum), plus the job's wait for it (scale-up
-// pending_after + boot_time) at the price of the GPUs it waits for. The
+// pending_after + boot_time) at the price of the GPUs it waits for (the
+// pool's average per pickup, at most the worker's). The
 // worker is kept while staying costs no more than a restart
 // (the ski-rental break-even when jobs stop coming). Until a pool has seen
 // kMinPickups pickups, a worker idle for the restart time is stopped.
@@ -37,9 +38,11 @@ inline constexpr int kMinPickups = 10;
 // Weight of the newest gap in PoolStats::mean_gap_s.
 inline constexpr double kGapAverageWeight = 0.2;
 
-// Records `count` pickups seen at `now` (count may be 0: only starts the
-// clock of a pool seen for the first time).
-void RecordPickups(PoolStats* stats, int count, absl::Time now);
+// Records `count` pickups seen at `now` that took `gpus` GPUs in all
+// (count may be 0: only starts the clock of a pool seen for the first
+// time; gpus 0: not known).
+void RecordPickups(PoolStats* stats, int count, absl::Time now,
+                   double gpus = 0);
 
 struct CostJudgement {
   bool keep = false;

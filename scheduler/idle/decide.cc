@@ -104,12 +104,15 @@ class WorkerPass {
         const std::string type = pool.substr(pool.find('/') + 1);
         if (j.gpu_types.empty() ||
             std::find(j.gpu_types.begin(), j.gpu_types.end(), type) !=
-                j.gpu_types.end())
+                j.gpu_types.end()) {
           ++pickups_[pool];
+          pickup_gpus_[pool] += std::max(1, j.gpus_per_node);
+        }
       }
     }
     for (const std::string& pool : pools_seen_)
-      RecordPickups(&d_->state.pools[pool], pickups_[pool], now_);
+      RecordPickups(&d_->state.pools[pool], pickups_[pool], now_,
+                    pickup_gpus_[pool]);
   }
 
   bool InGrace(const std::string& id) const {
@@ -137,7 +140,10 @@ class WorkerPass {
     if (w.state == WorkerInfo::State::kUp) ++live_up_[pool];
     pools_seen_.insert(pool);
     if (auto busy = BusyReason(w, p_.activity_threshold)) {
-      if (prev_.idle_since.count(w.id)) ++pickups_[pool];
+      if (prev_.idle_since.count(w.id)) {
+        ++pickups_[pool];
+        pickup_gpus_[pool] += std::max(1, w.gpus_total - w.gpus_free);
+      }
       d_->state.busy_at[w.id] = now_;
       CancelGrace(w.id, absl::StrCat(*busy, " during the shutdown grace"));
       Set(i, p_.enabled ? Verdict::kBusy : Verdict::kDisabled, *busy,
@@ -280,6 +286,7 @@ class WorkerPass {
   std::map<std::string, std::vector<Candidate>> candidates_;
   std::set<std::string> pools_seen_;    // pools of live workers
   std::map<std::string, int> pickups_;  // pool -> pickups this cycle
+  std::map<std::string, double> pickup_gpus_;  // pool -> their GPUs
 };
 
 }  // namespace

@@ -91,6 +91,7 @@ struct PoolStats {
   absl::Time first_seen = absl::InfinitePast();
   absl::Time last_pickup = absl::InfinitePast();  // InfinitePast: none yet
   double mean_gap_s = 0;  // moving average of the time between pickups
+  double mean_job_gpus = 0;  // moving average of the GPUs a pickup took
   int64_t pickups = 0;
 };
 
