@@ -95,21 +95,21 @@ CostJudgement JudgeByCost(const IdlePolicy& policy, const PoolStats& stats,
           ? std::min<double>(stats.mean_job_gpus, priced.gpus_total)
           : priced.gpus_total;
   j.restart_cost =
-      price_then *
-      (priced.gpus_total *
-           absl::ToDoubleHours(p.boot_time + p.billing_minimum) +
-       job_gpus * absl::ToDoubleHours(job_waits));
+      price_then * (priced.gpus_total *
+                        absl::ToDoubleHours(p.boot_time + p.billing_minimum) +
+                    job_gpus * absl::ToDoubleHours(job_waits));
   if (stats.pickups < kMinPickups) {
     // Too few gaps to estimate from (a fresh pool): the ski-rental rule,
-    // stop once the idle time paid equals what a restart would cost.
+    // stop once the idle time paid equals what a restart would cost,
+    // divided by the rank (the k-th idle worker needs k jobs to be used).
     const absl::Duration break_even =
         p.boot_time + p.billing_minimum + job_waits;
-    j.keep = idle < break_even;
+    j.keep = idle * rank < break_even;
     j.reason = absl::StrFormat(
         "cost: pool has seen %d of the %d jobs it learns from; idle %s of "
-        "the %s a restart costs",
+        "the %s a restart costs / rank %d",
         stats.pickups, kMinPickups, HumanDuration(idle),
-        HumanDuration(break_even));
+        HumanDuration(break_even), rank);
     return j;
   }
   j.keep = j.stay_cost <= j.restart_cost;

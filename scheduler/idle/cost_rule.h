@@ -17,7 +17,8 @@
 // pool's average per pickup, at most the worker's). The
 // worker is kept while staying costs no more than a restart
 // (the ski-rental break-even when jobs stop coming). Until a pool has seen
-// kMinPickups pickups, a worker idle for the restart time is stopped.
+// kMinPickups pickups, its k-th idle worker is stopped once idle for the
+// restart time / k.
 // Thread-compatible.
 #ifndef TUPA_SCHEDULER_IDLE_COST_RULE_H_
 #define TUPA_SCHEDULER_IDLE_COST_RULE_H_
@@ -30,9 +31,9 @@
 
 namespace tupa::scheduler::idle {
 
-// A pool that has seen fewer pickups has no estimate yet: each idle worker
-// is stopped once its idle time equals the restart time (boot_time +
-// billing_minimum + the job's wait), the deterministic ski-rental rule.
+// A pool that has seen fewer pickups has no estimate yet: its k-th idle
+// worker is stopped once its idle time equals the restart time (boot_time
+// + billing_minimum + the job's wait) / k, the ski-rental rule.
 inline constexpr int kMinPickups = 10;
 
 // Weight of the newest gap in PoolStats::mean_gap_s.

@@ -10,8 +10,8 @@
 namespace tupa::scheduler::idle {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Ago;
+using ::testing::HasSubstr;
 using testing::Now;
 using testing::Worker;
 
@@ -26,8 +26,7 @@ IdlePolicy Cost() {
 PoolStats Learned(absl::Duration gap, absl::Duration ago) {
   PoolStats s;
   RecordPickups(&s, 0, Ago(absl::Hours(1) + ago));
-  for (absl::Time t = Ago(absl::Hours(1) + ago) + gap; t <= Ago(ago);
-       t += gap)
+  for (absl::Time t = Ago(absl::Hours(1) + ago) + gap; t <= Ago(ago); t += gap)
     RecordPickups(&s, 1, t);
   return s;
 }
@@ -42,9 +41,12 @@ TEST(CostRuleTest, GapAverageFollowsThePickups) {
 TEST(CostRuleTest, KeepsWhileTheNextJobComesBeforeARestartPays) {
   const PoolStats s = Learned(absl::Minutes(2), absl::ZeroDuration());
   // Rank 1 waits ~2m, rank 4 ~8m (= the 8m restart), rank 5 ~10m.
-  EXPECT_TRUE(JudgeByCost(Cost(), s, Worker("w"), 1, absl::ZeroDuration(), Now()).keep);
-  EXPECT_TRUE(JudgeByCost(Cost(), s, Worker("w"), 4, absl::ZeroDuration(), Now()).keep);
-  CostJudgement j = JudgeByCost(Cost(), s, Worker("w"), 5, absl::ZeroDuration(), Now());
+  EXPECT_TRUE(
+      JudgeByCost(Cost(), s, Worker("w"), 1, absl::ZeroDuration(), Now()).keep);
+  EXPECT_TRUE(
+      JudgeByCost(Cost(), s, Worker("w"), 4, absl::ZeroDuration(), Now()).keep);
+  CostJudgement j =
+      JudgeByCost(Cost(), s, Worker("w"), 5, absl::ZeroDuration(), Now());
   EXPECT_FALSE(j.keep);
   EXPECT_THAT(j.reason, HasSubstr("next job in ~10m"));
 }
@@ -52,9 +54,11 @@ TEST(CostRuleTest, KeepsWhileTheNextJobComesBeforeARestartPays) {
 TEST(CostRuleTest, APoolThatWentQuietStopsAfterTheBreakEven) {
   // Jobs every 30s until 9 minutes ago: the silence is the gap now.
   const PoolStats s = Learned(absl::Seconds(30), absl::Minutes(9));
-  EXPECT_FALSE(JudgeByCost(Cost(), s, Worker("w"), 1, absl::ZeroDuration(), Now()).keep);
+  EXPECT_FALSE(
+      JudgeByCost(Cost(), s, Worker("w"), 1, absl::ZeroDuration(), Now()).keep);
   const PoolStats t = Learned(absl::Seconds(30), absl::Minutes(7));
-  EXPECT_TRUE(JudgeByCost(Cost(), t, Worker("w"), 1, absl::ZeroDuration(), Now()).keep);
+  EXPECT_TRUE(
+      JudgeByCost(Cost(), t, Worker("w"), 1, absl::ZeroDuration(), Now()).keep);
 }
 
 TEST(CostRuleTest, OffPeakIdleIsCheaperSoKeptLonger) {
@@ -68,15 +72,21 @@ TEST(CostRuleTest, OffPeakIdleIsCheaperSoKeptLonger) {
   EXPECT_TRUE(JudgeByCost(Cost(), s, w, 3, absl::ZeroDuration(), Now()).keep);
 }
 
-TEST(CostRuleTest, FreshPoolStopsAtTheSkiRentalBreakEven) {
+TEST(CostRuleTest, FreshPoolStopsAtTheSkiRentalBreakEvenOverItsRank) {
   PoolStats s;
   RecordPickups(&s, 0, Ago(absl::Minutes(50)));
+  // Restart time 8m: the first idle worker stops after 8m, the third
+  // after 8m / 3.
   CostJudgement j =
-      JudgeByCost(Cost(), s, Worker("w"), 3, absl::Minutes(7), Now());
+      JudgeByCost(Cost(), s, Worker("w"), 1, absl::Minutes(7), Now());
   EXPECT_TRUE(j.keep);
   EXPECT_THAT(j.reason, HasSubstr("0 of the 10 jobs"));
   EXPECT_FALSE(
       JudgeByCost(Cost(), s, Worker("w"), 1, absl::Minutes(8), Now()).keep);
+  EXPECT_TRUE(
+      JudgeByCost(Cost(), s, Worker("w"), 3, absl::Minutes(2), Now()).keep);
+  EXPECT_FALSE(
+      JudgeByCost(Cost(), s, Worker("w"), 3, absl::Minutes(3), Now()).keep);
 }
 
 TEST(CostRuleTest, DecideKeepsTheMostRecentlyIdleAndStopsTheRest) {

@@ -236,8 +236,8 @@ class WorkerPass {
     int rank = 0;
     for (size_t k = cs.size(); k-- > 0;) {
       Candidate& c = cs[k];
-      CostJudgement j = JudgeByCost(policy_, stats, s_.workers[c.index],
-                                    ++rank, c.idle, now_);
+      CostJudgement j = JudgeByCost(policy_, stats, s_.workers[c.index], ++rank,
+                                    c.idle, now_);
       c.warm_pays = j.keep && c.idle < p_.MaxIdle();
       (*reasons)[k] = c.idle < p_.MaxIdle()
                           ? j.reason
@@ -284,8 +284,8 @@ class WorkerPass {
   Decisions* d_;
   std::map<std::string, int> live_up_;  // pool -> UP workers not stopping
   std::map<std::string, std::vector<Candidate>> candidates_;
-  std::set<std::string> pools_seen_;    // pools of live workers
-  std::map<std::string, int> pickups_;  // pool -> pickups this cycle
+  std::set<std::string> pools_seen_;           // pools of live workers
+  std::map<std::string, int> pickups_;         // pool -> pickups this cycle
   std::map<std::string, double> pickup_gpus_;  // pool -> their GPUs
 };
 

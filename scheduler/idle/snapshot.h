@@ -90,7 +90,7 @@ struct Snapshot {
 struct PoolStats {
   absl::Time first_seen = absl::InfinitePast();
   absl::Time last_pickup = absl::InfinitePast();  // InfinitePast: none yet
-  double mean_gap_s = 0;  // moving average of the time between pickups
+  double mean_gap_s = 0;     // moving average of the time between pickups
   double mean_job_gpus = 0;  // moving average of the GPUs a pickup took
   int64_t pickups = 0;
 };
@@ -99,10 +99,10 @@ struct PoolStats {
 // returned in Decisions::state and passes it back next cycle; an empty
 // state (after a restart) only makes the policy more cautious.
 struct PolicyState {
-  std::map<std::string, absl::Time> idle_since;      // worker -> since
-  std::map<std::string, absl::Time> busy_at;  // worker -> last busy cycle
-  std::map<std::string, absl::Time> grace_since;     // worker -> announced at
-  std::map<std::string, absl::Time> shutting_down;   // worker -> decided at
+  std::map<std::string, absl::Time> idle_since;     // worker -> since
+  std::map<std::string, absl::Time> busy_at;        // worker -> last busy cycle
+  std::map<std::string, absl::Time> grace_since;    // worker -> announced at
+  std::map<std::string, absl::Time> shutting_down;  // worker -> decided at
   std::map<int64_t, absl::Time> low_activity_since;  // running job -> since
   std::map<int64_t, absl::Time> zombies;             // job -> reported at
   std::map<int64_t, absl::Time> scale_up_asked;      // pending job -> asked at

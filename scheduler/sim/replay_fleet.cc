@@ -245,7 +245,8 @@ void Fleet::BootFor(const idle::ScaleUpRequest& up,
       const bool asked_a = nodes_[a].gpu_type == up.gpu_type;
       const bool asked_b = nodes_[b].gpu_type == up.gpu_type;
       if (asked_a != asked_b) return asked_a;
-      return PriceAtEpoch(a) * nodes_[a].gpus < PriceAtEpoch(b) * nodes_[b].gpus;
+      return PriceAtEpoch(a) * nodes_[a].gpus <
+             PriceAtEpoch(b) * nodes_[b].gpus;
     });
     for (int i : candidates) {
       if (nodes <= 0) break;
