@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/quantity.h"
+#include "scheduler/idle/cost_rule.h"
 #include "scheduler/idle/jobs.h"
 
 namespace tupa::scheduler::idle {
@@ -29,8 +31,12 @@ std::optional<std::string> BusyReason(const WorkerInfo& w, double threshold) {
 
 absl::Time IdleSince(const WorkerInfo& w, const PolicyState& prev,
                      absl::Time now) {
+  // A worker busy in the previous cycle is idle since then, not since it
+  // joined (the callers do not know last_busy_at).
   auto it = prev.idle_since.find(w.id);
-  absl::Time since = it != prev.idle_since.end() ? it->second
+  auto busy = prev.busy_at.find(w.id);
+  absl::Time since = it != prev.idle_since.end()  ? it->second
+                     : busy != prev.busy_at.end() ? busy->second
                      : w.last_busy_at != absl::InfinitePast()
                          ? std::max(w.last_busy_at, w.joined_at)
                          : w.joined_at;
@@ -61,20 +67,54 @@ struct Candidate {
   size_t index;  // into snapshot.workers and verdicts
   absl::Duration idle;
   bool in_grace;
+  bool warm_pays = false;  // the cost rule keeps it
 };
 
 class WorkerPass {
  public:
-  WorkerPass(const IdleShutdownPolicy& p, const Snapshot& s,
+  WorkerPass(const IdlePolicy& policy, const Snapshot& s,
              const PolicyState& prev, absl::Time now, Decisions* d)
-      : p_(p), s_(s), prev_(prev), now_(now), d_(d) {}
+      : policy_(policy),
+        p_(policy.idle_shutdown),
+        s_(s),
+        prev_(prev),
+        now_(now),
+        d_(d) {}
 
   void Run() {
     for (size_t i = 0; i < s_.workers.size(); ++i) Judge(i);
+    if (cost()) LearnPools();
     for (auto& [pool, candidates] : candidates_) StopInPool(pool, candidates);
   }
 
  private:
+  bool cost() const {
+    return p_.enabled && p_.kind == IdleShutdownPolicy::Kind::kCost;
+  }
+
+  // Pickups of this cycle: idle workers that got work (counted in Judge)
+  // and new pending jobs that fit no live worker, for each pool whose GPU
+  // type they accept.
+  void LearnPools() {
+    d_->state.pools = prev_.pools;
+    for (const PendingJob& j : s_.pending) {
+      d_->state.pending_seen.insert(j.job_id);
+      if (j.fits_live_worker || prev_.pending_seen.count(j.job_id)) continue;
+      for (const std::string& pool : pools_seen_) {
+        const std::string type = pool.substr(pool.find('/') + 1);
+        if (j.gpu_types.empty() ||
+            std::find(j.gpu_types.begin(), j.gpu_types.end(), type) !=
+                j.gpu_types.end()) {
+          ++pickups_[pool];
+          pickup_gpus_[pool] += std::max(1, j.gpus_per_node);
+        }
+      }
+    }
+    for (const std::string& pool : pools_seen_)
+      RecordPickups(&d_->state.pools[pool], pickups_[pool], now_,
+                    pickup_gpus_[pool]);
+  }
+
   bool InGrace(const std::string& id) const {
     return prev_.grace_since.count(id) > 0;
   }
@@ -98,7 +138,13 @@ class WorkerPass {
       return;
     }
     if (w.state == WorkerInfo::State::kUp) ++live_up_[pool];
+    pools_seen_.insert(pool);
     if (auto busy = BusyReason(w, p_.activity_threshold)) {
+      if (prev_.idle_since.count(w.id)) {
+        ++pickups_[pool];
+        pickup_gpus_[pool] += std::max(1, w.gpus_total - w.gpus_free);
+      }
+      d_->state.busy_at[w.id] = now_;
       CancelGrace(w.id, absl::StrCat(*busy, " during the shutdown grace"));
       Set(i, p_.enabled ? Verdict::kBusy : Verdict::kDisabled, *busy,
           absl::ZeroDuration());
@@ -121,7 +167,7 @@ class WorkerPass {
           idle);
       return;
     }
-    if (idle < p_.idle_after) {
+    if (!cost() && idle < p_.idle_after) {
       CancelGrace(w.id, "idle time reset during the shutdown grace");
       Set(i, Verdict::kIdle,
           absl::StrCat("idle ", HumanDuration(idle), " of ",
@@ -159,7 +205,10 @@ class WorkerPass {
               });
     const int keep = p_.KeepWarm(pool);
     int remaining = live_up_[pool];
-    for (const Candidate& c : cs) {
+    std::vector<std::string> cost_reasons(cs.size());
+    if (cost()) JudgePoolByCost(pool, cs, &cost_reasons);
+    for (size_t k = 0; k < cs.size(); ++k) {
+      const Candidate& c = cs[k];
       const WorkerInfo& w = s_.workers[c.index];
       if (remaining <= keep) {
         CancelGrace(w.id, "keep_warm reached during the shutdown grace");
@@ -168,12 +217,36 @@ class WorkerPass {
             c.idle);
         continue;
       }
+      if (c.warm_pays) {
+        CancelGrace(w.id, "the cost rule kept it during the shutdown grace");
+        Set(c.index, Verdict::kWarmPays, cost_reasons[k], c.idle);
+        continue;
+      }
       --remaining;
-      Stop(c, w);
+      Stop(c, w, cost_reasons[k]);
     }
   }
 
-  void Stop(const Candidate& c, const WorkerInfo& w) {
+  // Marks the candidates the cost rule keeps (warm_pays), ranking them
+  // most recently idle first, and their reasons; those idle past
+  // MaxIdle() are stopped whatever the rule says.
+  void JudgePoolByCost(const std::string& pool, std::vector<Candidate>& cs,
+                       std::vector<std::string>* reasons) {
+    const PoolStats& stats = d_->state.pools[pool];
+    int rank = 0;
+    for (size_t k = cs.size(); k-- > 0;) {
+      Candidate& c = cs[k];
+      CostJudgement j = JudgeByCost(policy_, stats, s_.workers[c.index], ++rank,
+                                    c.idle, now_);
+      c.warm_pays = j.keep && c.idle < p_.MaxIdle();
+      (*reasons)[k] = c.idle < p_.MaxIdle()
+                          ? j.reason
+                          : absl::StrCat("idle ", HumanDuration(c.idle),
+                                         ", the most idle_after allows");
+    }
+  }
+
+  void Stop(const Candidate& c, const WorkerInfo& w, const std::string& why) {
     if (p_.grace > absl::ZeroDuration()) {
       auto it = prev_.grace_since.find(w.id);
       const absl::Time since =
@@ -195,6 +268,7 @@ class WorkerPass {
     s.region = w.region;
     s.gpu_type = w.gpu_type;
     s.reason = IdleReason(w, p_.activity_threshold, c.idle);
+    if (!why.empty()) absl::StrAppend(&s.reason, "; ", why);
     s.idle = c.idle;
     s.saved_per_hour = w.price_per_gpu_hour * w.gpus_total;
     Set(c.index, Verdict::kShutdown, s.reason, c.idle);
@@ -202,6 +276,7 @@ class WorkerPass {
     d_->shutdowns.push_back(std::move(s));
   }
 
+  const IdlePolicy& policy_;
   const IdleShutdownPolicy& p_;
   const Snapshot& s_;
   const PolicyState& prev_;
@@ -209,6 +284,9 @@ class WorkerPass {
   Decisions* d_;
   std::map<std::string, int> live_up_;  // pool -> UP workers not stopping
   std::map<std::string, std::vector<Candidate>> candidates_;
+  std::set<std::string> pools_seen_;           // pools of live workers
+  std::map<std::string, int> pickups_;         // pool -> pickups this cycle
+  std::map<std::string, double> pickup_gpus_;  // pool -> their GPUs
 };
 
 }  // namespace
@@ -227,6 +305,8 @@ const char* VerdictName(Verdict v) {
       return "PENDING_JOB_FITS";
     case Verdict::kKeepWarm:
       return "KEEP_WARM";
+    case Verdict::kWarmPays:
+      return "WARM_PAYS";
     case Verdict::kDraining:
       return "DRAINING";
     case Verdict::kGrace:
@@ -271,7 +351,7 @@ Decisions Decide(const IdlePolicy& policy, const Snapshot& snapshot,
                  const PolicyState& previous, absl::Time now) {
   Decisions d;
   d.verdicts.resize(snapshot.workers.size());
-  WorkerPass(policy.idle_shutdown, snapshot, previous, now, &d).Run();
+  WorkerPass(policy, snapshot, previous, now, &d).Run();
   DecideScaleUps(policy.scale_up, snapshot, previous, now, &d);
   DecideZombies(policy.zombie_jobs, policy.idle_shutdown.activity_threshold,
                 snapshot, previous, now, &d);

@@ -12,6 +12,11 @@
 //   (a DRAINING worker is left to the operator), and stopping it leaves at
 //   least keep_warm UP workers in its pool (region x GPU type). Among idle
 //   workers of one pool, the longest idle go first.
+// - Under the cost rule (the default, cost_rule.h) idle_after is only the
+//   longest idle time and keep_warm a floor: the idle workers of a pool
+//   that passed the other checks, most recently idle first, are kept
+//   (kWarmPays) while the rule says staying up costs less than a restart,
+//   and the rest are stopped. Decide() updates each pool's PoolStats.
 // - With grace > 0 a stop is first announced (kGrace); a worker that is
 //   busy again, or that a pending job could use, before the grace ends is
 //   kept and the stop is cancelled. With grace 0 the stop is immediate.
@@ -43,6 +48,7 @@ enum class Verdict {
   kMinUptime,       // idle long enough but joined too recently
   kPendingJobFits,  // a pending job could use it now
   kKeepWarm,        // the pool's warm minimum
+  kWarmPays,        // cost rule: staying up until the next job is cheaper
   kDraining,        // the operator drained it; not ours to stop
   kGrace,           // stop announced, waiting for the grace to end
   kShutdown,        // stop it now (see Decisions::shutdowns)

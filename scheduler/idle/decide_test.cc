@@ -395,6 +395,19 @@ TEST(DecideTest, IdleSinceRecordedAndClearedWhenBusy) {
   EXPECT_EQ(d2.state.idle_since.count("w1"), 0u);
 }
 
+TEST(DecideTest, IdleTimeAfterAJobCountsFromTheLastBusyCycle) {
+  // Up an hour, busy until the previous cycle: idle for 1 minute, not an
+  // hour (the callers do not know last_busy_at).
+  Snapshot s;
+  s.workers = {WithJob(Worker("w1"), 9)};
+  Decisions d1 = Decide(Policy(), s, {}, Now());
+  s.workers = {Worker("w1")};
+  Decisions d2 = Decide(Policy(), s, d1.state, Now() + absl::Minutes(1));
+  EXPECT_EQ(d2.verdicts[0].verdict, Verdict::kIdle);
+  EXPECT_EQ(d2.verdicts[0].idle, absl::Minutes(1));
+  EXPECT_TRUE(d2.shutdowns.empty());
+}
+
 TEST(DecideTest, LastBusyBeforeJoinCountsFromJoin) {
   Snapshot s;
   s.workers = {

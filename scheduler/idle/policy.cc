@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
 
@@ -81,13 +82,33 @@ absl::Status ParseKeepWarm(const YAML::Node& node, const std::string& path,
 
 absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
   const std::string s = "idle_shutdown";
-  RETURN_IF_ERROR(CheckSection(n, s,
-                               {"idle_after", "activity_threshold", "keep_warm",
-                                "min_uptime", "grace", "hook"}));
+  RETURN_IF_ERROR(CheckSection(
+      n, s,
+      {"policy", "idle_after", "activity_threshold", "keep_warm", "min_uptime",
+       "grace", "boot_time", "billing_minimum", "hook"}));
   p->enabled = true;
+  if (n["policy"]) {
+    ASSIGN_OR_RETURN(std::string k, Scalar(n["policy"], s + ".policy"));
+    if (k == "cost") {
+      p->kind = IdleShutdownPolicy::Kind::kCost;
+    } else if (k == "timer") {
+      p->kind = IdleShutdownPolicy::Kind::kTimer;
+    } else {
+      return FieldError(s + ".policy",
+                        absl::StrCat("must be cost or timer, got \"", k, "\""));
+    }
+  }
   if (n["idle_after"]) {
     ASSIGN_OR_RETURN(p->idle_after,
                      Duration(n["idle_after"], s + ".idle_after"));
+    p->idle_after_given = true;
+  }
+  if (n["boot_time"]) {
+    ASSIGN_OR_RETURN(p->boot_time, Duration(n["boot_time"], s + ".boot_time"));
+  }
+  if (n["billing_minimum"]) {
+    ASSIGN_OR_RETURN(p->billing_minimum,
+                     Duration(n["billing_minimum"], s + ".billing_minimum"));
   }
   if (n["activity_threshold"]) {
     const std::string f = s + ".activity_threshold";
@@ -99,8 +120,10 @@ absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
                                         text, "\""));
     p->activity_threshold = v;
   }
-  if (n["keep_warm"])
+  if (n["keep_warm"]) {
     RETURN_IF_ERROR(ParseKeepWarm(n["keep_warm"], s + ".keep_warm", p));
+    p->keep_warm_given = true;
+  }
   if (n["min_uptime"]) {
     ASSIGN_OR_RETURN(p->min_uptime,
                      Duration(n["min_uptime"], s + ".min_uptime"));
@@ -156,7 +179,38 @@ std::string PoolKey(absl::string_view region, absl::string_view gpu_type) {
 
 int IdleShutdownPolicy::KeepWarm(const std::string& pool) const {
   auto it = keep_warm_by_pool.find(pool);
-  return it == keep_warm_by_pool.end() ? keep_warm_default : it->second;
+  if (it != keep_warm_by_pool.end()) return it->second;
+  if (kind == Kind::kCost && !keep_warm_given) return 0;
+  return keep_warm_default;
+}
+
+absl::Duration IdleShutdownPolicy::MaxIdle() const {
+  if (kind == Kind::kCost && !idle_after_given) return absl::Hours(1);
+  return idle_after;
+}
+
+absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
+                                           absl::Duration boot_time) {
+  IdlePolicy p;
+  p.idle_shutdown.enabled = true;
+  p.idle_shutdown.boot_time = boot_time;
+  p.scale_up.enabled = true;
+  if (name == "cost") return p;
+  if (absl::ConsumePrefix(&name, "timer:")) {
+    absl::Duration after;
+    if (!absl::ParseDuration(name, &after) || after < absl::ZeroDuration())
+      return absl::InvalidArgumentError(
+          absl::StrCat("timer: not a duration: \"", name, "\""));
+    IdleShutdownPolicy& s = p.idle_shutdown;
+    s.kind = IdleShutdownPolicy::Kind::kTimer;
+    s.idle_after = after;
+    s.idle_after_given = s.keep_warm_given = true;
+    s.keep_warm_default = 0;
+    s.min_uptime = absl::ZeroDuration();
+    return p;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown idle policy \"", name, "\" (cost, timer:DURATION, or a file)"));
 }
 
 const char* ZombieActionName(ZombieJobPolicy::Action action) {

@@ -2,19 +2,22 @@
 // (DESIGN §5), and its strict YAML parser.
 //
 //   idle_shutdown:
-//     idle_after: 10m            # no job AND device activity < threshold
+//     policy: cost               # cost (default) | timer
+//     idle_after: 10m            # timer: stop after; cost: at most (1h)
 //     activity_threshold: 0.05   # in [0, 1]
-//     keep_warm: 1               # per pool; or {default: 1,
-//     sa-east-1/A100-80GB: 2} min_uptime: 5m             # never stop a worker
-//     that joined recently grace: 0s                  # announce, then stop if
-//     still idle after this hook: "cmd args"           # optional, run by the
-//     scheduler
+//     keep_warm: 1               # per pool, or {default: 1, pool: 2};
+//                                # timer: 1, cost: 0 unless given
+//     min_uptime: 5m             # never stop a worker that joined recently
+//     grace: 0s                  # announce, then stop if still idle after
+//     boot_time: 3m              # cost: restart request to taking jobs
+//     billing_minimum: 0s        # cost: least time billed per restart
+//     hook: "cmd args"           # optional, run by the scheduler
 //   scale_up:
 //     pending_after: 2m          # pending jobs that fit no live worker
 //     hook: "cmd args"
 //   zombie_jobs:
-//     after: 30m                 # running job whose devices stay below
-//     threshold action: flag               # flag | cancel
+//     after: 30m                 # devices of a running job below threshold
+//     action: flag               # flag | cancel
 //
 // A section that is absent disables that part of the policy. A field that is
 // absent takes the default shown in the struct. Plain values; thread-safe to
@@ -37,8 +40,21 @@ namespace tupa::scheduler::idle {
 std::string PoolKey(absl::string_view region, absl::string_view gpu_type);
 
 struct IdleShutdownPolicy {
+  // kCost (the default): the cost rule of cost_rule.h decides when an idle
+  // worker stops and how many stay warm; idle_after is then only the
+  // longest it keeps one idle (1h unless given) and keep_warm a floor (0
+  // unless given). kTimer: stop after idle_after, keep keep_warm (1 unless
+  // given) per pool.
+  enum class Kind { kCost, kTimer };
   bool enabled = false;
+  Kind kind = Kind::kCost;
   absl::Duration idle_after = absl::Minutes(10);
+  bool idle_after_given = false;
+  bool keep_warm_given = false;
+  // Cost rule: how long a stopped worker takes from the restart request to
+  // taking jobs, and the least time a cloud bills for a restart.
+  absl::Duration boot_time = absl::Minutes(3);
+  absl::Duration billing_minimum = absl::ZeroDuration();
   double activity_threshold = 0.05;
   int keep_warm_default = 1;
   std::map<std::string, int> keep_warm_by_pool;  // PoolKey -> count
@@ -48,6 +64,8 @@ struct IdleShutdownPolicy {
 
   // The warm minimum of `pool` (a PoolKey).
   int KeepWarm(const std::string& pool) const;
+  // The idle time after which a worker is stopped whatever else holds.
+  absl::Duration MaxIdle() const;
 };
 
 struct ScaleUpPolicy {
@@ -81,6 +99,13 @@ absl::StatusOr<IdlePolicy> ParseIdlePolicy(const YAML::Node& config);
 absl::StatusOr<IdlePolicy> ParseIdlePolicyYaml(absl::string_view yaml);
 
 const char* ZombieActionName(ZombieJobPolicy::Action action);
+
+// A plain policy named on a command line, for tupa-sim: "cost" (the
+// default cost rule) or "timer:DURATION" (stop after DURATION idle, no warm
+// pool, no min_uptime); both scale up after 2m pending and take boot_time
+// as the restart time. InvalidArgument for anything else.
+absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
+                                           absl::Duration boot_time);
 
 }  // namespace tupa::scheduler::idle
 

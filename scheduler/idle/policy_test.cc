@@ -55,11 +55,59 @@ TEST(ParseIdlePolicyTest, EmptySectionsEnableWithDefaults) {
   auto p = ParseIdlePolicyYaml("idle_shutdown: {}\nscale_up:\nzombie_jobs:\n");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_TRUE(p->idle_shutdown.enabled);
-  EXPECT_EQ(p->idle_shutdown.idle_after, absl::Minutes(10));
-  EXPECT_EQ(p->idle_shutdown.KeepWarm("x/y"), 1);
+  EXPECT_EQ(p->idle_shutdown.kind, IdleShutdownPolicy::Kind::kCost);
+  EXPECT_EQ(p->idle_shutdown.MaxIdle(), absl::Hours(1));
+  EXPECT_EQ(p->idle_shutdown.KeepWarm("x/y"), 0);
+  EXPECT_EQ(p->idle_shutdown.boot_time, absl::Minutes(3));
   EXPECT_TRUE(p->scale_up.enabled);
   EXPECT_TRUE(p->zombie_jobs.enabled);
   EXPECT_EQ(p->zombie_jobs.action, ZombieJobPolicy::Action::kFlag);
+}
+
+TEST(ParseIdlePolicyTest, TimerKeepsTheOldDefaults) {
+  auto p = ParseIdlePolicyYaml("idle_shutdown: {policy: timer}\n");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->idle_shutdown.kind, IdleShutdownPolicy::Kind::kTimer);
+  EXPECT_EQ(p->idle_shutdown.MaxIdle(), absl::Minutes(10));
+  EXPECT_EQ(p->idle_shutdown.KeepWarm("x/y"), 1);
+}
+
+TEST(ParseIdlePolicyTest, CostRuleTakesOldKnobsAsBounds) {
+  auto p = ParseIdlePolicyYaml(
+      "idle_shutdown: {idle_after: 30m, keep_warm: 2, boot_time: 90s, "
+      "billing_minimum: 1m}\n");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->idle_shutdown.kind, IdleShutdownPolicy::Kind::kCost);
+  EXPECT_EQ(p->idle_shutdown.MaxIdle(), absl::Minutes(30));
+  EXPECT_EQ(p->idle_shutdown.KeepWarm("x/y"), 2);
+  EXPECT_EQ(p->idle_shutdown.boot_time, absl::Seconds(90));
+  EXPECT_EQ(p->idle_shutdown.billing_minimum, absl::Minutes(1));
+}
+
+TEST(ParseIdlePolicyTest, UnknownPolicyKindIsInvalid) {
+  auto p = ParseIdlePolicyYaml("idle_shutdown: {policy: magic}\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("idle_shutdown.policy"));
+}
+
+TEST(NamedIdlePolicyTest, TimerIsAPlainTimer) {
+  auto p = NamedIdlePolicy("timer:5m", absl::Minutes(3));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->idle_shutdown.kind, IdleShutdownPolicy::Kind::kTimer);
+  EXPECT_EQ(p->idle_shutdown.idle_after, absl::Minutes(5));
+  EXPECT_EQ(p->idle_shutdown.KeepWarm("x/y"), 0);
+  EXPECT_EQ(p->idle_shutdown.min_uptime, absl::ZeroDuration());
+  EXPECT_TRUE(p->scale_up.enabled);
+  EXPECT_EQ(p->scale_up.pending_after, absl::Minutes(2));
+}
+
+TEST(NamedIdlePolicyTest, CostAndErrors) {
+  auto p = NamedIdlePolicy("cost", absl::Minutes(4));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->idle_shutdown.kind, IdleShutdownPolicy::Kind::kCost);
+  EXPECT_EQ(p->idle_shutdown.boot_time, absl::Minutes(4));
+  EXPECT_FALSE(NamedIdlePolicy("timer:soon", absl::Minutes(3)).ok());
+  EXPECT_FALSE(NamedIdlePolicy("lru", absl::Minutes(3)).ok());
 }
 
 TEST(ParseIdlePolicyTest, KeepWarmPerPool) {

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -44,6 +46,10 @@ struct WorkerInfo {
   absl::Time last_busy_at = absl::InfinitePast();
 
   double price_per_gpu_hour = 0;  // for the money-saved estimate; 0 unknown
+  // The price per GPU-hour from each instant on, the first at `now`, the
+  // next ones where it changes (off-peak windows) over the coming day; for
+  // the cost rule. Empty: price_per_gpu_hour, constant.
+  std::vector<std::pair<absl::Time, double>> price_steps;
 };
 
 // A pending job reduced to what idle and scale-up decisions need.
@@ -77,16 +83,31 @@ struct Snapshot {
   std::vector<RunningJob> running;
 };
 
+// What the cost rule (cost_rule.h) has learned about one pool (region x
+// GPU type) from what it has seen: "pickups" are jobs that came to an idle
+// worker of the pool or found none there (a pending job that fits no live
+// worker and accepts the pool's GPU type). Constant size per pool.
+struct PoolStats {
+  absl::Time first_seen = absl::InfinitePast();
+  absl::Time last_pickup = absl::InfinitePast();  // InfinitePast: none yet
+  double mean_gap_s = 0;     // moving average of the time between pickups
+  double mean_job_gpus = 0;  // moving average of the GPUs a pickup took
+  int64_t pickups = 0;
+};
+
 // What Decide() remembers between cycles. The caller keeps the value
 // returned in Decisions::state and passes it back next cycle; an empty
 // state (after a restart) only makes the policy more cautious.
 struct PolicyState {
-  std::map<std::string, absl::Time> idle_since;      // worker -> since
-  std::map<std::string, absl::Time> grace_since;     // worker -> announced at
-  std::map<std::string, absl::Time> shutting_down;   // worker -> decided at
+  std::map<std::string, absl::Time> idle_since;     // worker -> since
+  std::map<std::string, absl::Time> busy_at;        // worker -> last busy cycle
+  std::map<std::string, absl::Time> grace_since;    // worker -> announced at
+  std::map<std::string, absl::Time> shutting_down;  // worker -> decided at
   std::map<int64_t, absl::Time> low_activity_since;  // running job -> since
   std::map<int64_t, absl::Time> zombies;             // job -> reported at
   std::map<int64_t, absl::Time> scale_up_asked;      // pending job -> asked at
+  std::map<std::string, PoolStats> pools;            // PoolKey -> stats
+  std::set<int64_t> pending_seen;  // pending jobs of the last cycle
 };
 
 }  // namespace tupa::scheduler::idle

@@ -14,11 +14,12 @@ namespace tupa::scheduler::idle::testing {
 inline absl::Time Now() { return absl::FromUnixSeconds(1'700'000'000); }
 inline absl::Time Ago(absl::Duration d) { return Now() - d; }
 
-// Idle shutdown on: idle_after 10m, threshold 0.05, keep_warm 0,
+// Idle shutdown on, the timer: idle_after 10m, threshold 0.05, keep_warm 0,
 // min_uptime 5m, no grace. Scale-up after 2m, zombies after 30m (flag).
 inline IdlePolicy Policy(int keep_warm = 0) {
   IdlePolicy p;
   p.idle_shutdown.enabled = true;
+  p.idle_shutdown.kind = IdleShutdownPolicy::Kind::kTimer;
   p.idle_shutdown.keep_warm_default = keep_warm;
   p.scale_up.enabled = true;
   p.zombie_jobs.enabled = true;

@@ -173,4 +173,15 @@ absl::Time NextPriceChange(const PriceEntry& entry, absl::Time t) {
   return absl::InfiniteFuture();
 }
 
+std::vector<std::pair<absl::Time, double>> PriceSteps(const PriceEntry& entry,
+                                                      absl::Time from,
+                                                      absl::Duration horizon) {
+  std::vector<std::pair<absl::Time, double>> steps;
+  const absl::Time end = from + horizon;
+  for (absl::Time t = from; t < end; t = NextPriceChange(entry, t)) {
+    steps.emplace_back(t, PriceAt(entry, t).ToDouble());
+  }
+  return steps;
+}
+
 }  // namespace tupa::pricing

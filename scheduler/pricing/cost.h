@@ -22,6 +22,8 @@
 #define TUPA_SCHEDULER_PRICING_COST_H_
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -55,6 +57,13 @@ Money PriceAt(const PriceEntry& entry, absl::Time t);
 // windows that together cover all time with one discount). Window edges
 // are whole seconds; t itself is floored to a microsecond.
 absl::Time NextPriceChange(const PriceEntry& entry, absl::Time t);
+
+// price(t) per GPU-hour at `from` and at each change in [from, from +
+// horizon), as (instant, price) pairs: the idle cost rule's
+// WorkerInfo::price_steps.
+std::vector<std::pair<absl::Time, double>> PriceSteps(const PriceEntry& entry,
+                                                      absl::Time from,
+                                                      absl::Duration horizon);
 
 namespace internal {
 

@@ -87,8 +87,12 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
     info.job_ids = ids;
     for (const v1::Device& d : w.info.devices())
       info.device_activity.push_back(d.utilization());
-    if (w.price)
+    if (w.price) {
       info.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
+      if (options_.idle->idle_shutdown.kind ==
+          idle::IdleShutdownPolicy::Kind::kCost)
+        info.price_steps = pricing::PriceSteps(*w.price, now, absl::Hours(24));
+    }
     snap.workers.push_back(std::move(info));
   }
   for (const auto& [id, j] : jobs_) {
@@ -171,8 +175,12 @@ void SchedulerCore::RunIdlePolicy(absl::Time now) {
       idle::Decide(*options_.idle, IdleSnapshot(now), idle_state_, now);
   idle_state_ = std::move(d.state);
   verdicts_.clear();
-  for (idle::WorkerVerdict& v : d.verdicts)
+  std::map<std::string, int> by_verdict;
+  for (idle::WorkerVerdict& v : d.verdicts) {
+    ++by_verdict[idle::VerdictName(v.verdict)];
     verdicts_[v.worker_id] = std::move(v);
+  }
+  metrics_->IdleVerdicts(by_verdict);
   for (const idle::ShutdownDecision& s : d.shutdowns) ShutDownWorker(s);
   for (const idle::CancelledShutdown& c : d.cancelled)
     RecordEvent("SHUTDOWN_CANCELLED", c.worker_id, 0, c.reason);

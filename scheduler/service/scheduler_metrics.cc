@@ -143,6 +143,12 @@ SchedulerMetrics::SchedulerMetrics()
                    .Help("Jobs holding devices at near-zero activity past "
                          "zombie_jobs.after, by the action taken.")
                    .Register(*registry_)),
+      idle_verdicts_(prometheus::BuildGauge()
+                         .Name("tupa_idle_workers")
+                         .Help("Live workers by the idle policy's verdict "
+                               "(why each is kept or stopped; tupa workers "
+                               "shows the reason per worker).")
+                         .Register(*registry_)),
       gpu_seconds_(prometheus::BuildCounter()
                        .Name("tupa_gpu_seconds_allocated_total")
                        .Help("GPU-seconds allocated to jobs (share x devices "
@@ -262,6 +268,16 @@ void SchedulerMetrics::IdleShutdown(const std::string& gpu_type,
                                     double saved_per_hour) {
   idle_shutdowns_.Add({{"gpu_type", gpu_type}}).Increment();
   saved_per_hour_.Add({{"gpu_type", gpu_type}}).Increment(saved_per_hour);
+}
+
+void SchedulerMetrics::IdleVerdicts(const std::map<std::string, int>& counts) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [verdict, n] : counts) verdicts_seen_.insert(verdict);
+  for (const std::string& verdict : verdicts_seen_) {
+    auto it = counts.find(verdict);
+    idle_verdicts_.Add({{"verdict", verdict}})
+        .Set(it == counts.end() ? 0 : it->second);
+  }
 }
 
 void SchedulerMetrics::ScaleUpRequested(const std::string& pool) {

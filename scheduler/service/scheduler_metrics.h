@@ -91,6 +91,10 @@ class SchedulerMetrics {
   void IdleShutdown(const std::string& gpu_type, double saved_per_hour);
   void ScaleUpRequested(const std::string& pool);
   void ZombieJob(const std::string& action);
+  // Live workers by the idle policy's verdict of the last cycle
+  // (tupa_idle_workers{verdict}: BUSY, WARM_PAYS, KEEP_WARM, ...); verdicts
+  // absent from `counts` read 0.
+  void IdleVerdicts(const std::map<std::string, int>& counts);
 
   // Money, fed by the pricing integration (scheduler/pricing): the cost a
   // team's allocations accrued, and the cost of GPUs that were up but idle.
@@ -128,6 +132,7 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>& saved_per_hour_;
   prometheus::Family<prometheus::Counter>& scale_ups_;
   prometheus::Family<prometheus::Counter>& zombies_;
+  prometheus::Family<prometheus::Gauge>& idle_verdicts_;
   prometheus::Family<prometheus::Counter>& gpu_seconds_;
   prometheus::Family<prometheus::Counter>& gpu_seconds_idle_;
   prometheus::Family<prometheus::Counter>& cost_;
@@ -140,6 +145,7 @@ class SchedulerMetrics {
 
   absl::Mutex mu_;
   std::set<std::string> teams_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> verdicts_seen_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Time> requeued_at_ ABSL_GUARDED_BY(mu_);
   // job -> (last step, when it last advanced), for the stall alert.
   std::map<int64_t, std::pair<int64_t, absl::Time>> steps_ ABSL_GUARDED_BY(mu_);

@@ -97,5 +97,22 @@ TEST(SchedulerMetricsTest, UpdateExportsViewAndAccruesGpuSeconds) {
   EXPECT_EQ(Scrape(m).find("tupa_training_step{"), std::string::npos);
 }
 
+TEST(SchedulerMetricsTest, IdleVerdictsCountWorkersAndZeroTheOnesGone) {
+  SchedulerMetrics m;
+  m.IdleVerdicts({{"BUSY", 2}, {"WARM_PAYS", 1}});
+  std::string text = Scrape(m);
+  EXPECT_NE(text.find("tupa_idle_workers{verdict=\"WARM_PAYS\"} 1"),
+            std::string::npos)
+      << text;
+  m.IdleVerdicts({{"BUSY", 3}});
+  text = Scrape(m);
+  EXPECT_NE(text.find("tupa_idle_workers{verdict=\"BUSY\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tupa_idle_workers{verdict=\"WARM_PAYS\"} 0"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace tupa::scheduler

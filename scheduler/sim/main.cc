@@ -2,6 +2,8 @@
 // Two modes, inflation (the FGD paper's experiment) and replay (time-driven,
 // real durations); the flags are listed once, in Usage() below, which
 // `tupa-sim` prints when run without arguments.
+//   idle-compare: the same replay once per --idle-policies entry, one JSON
+//   line each.
 //   --pricing: a price catalog (scheduler/pricing/price_catalog.h); nodes
 //   are priced as region x their GPU model x offering. --idle-policy: a
 //   scheduler config with idle_shutdown / scale_up sections
@@ -20,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "scheduler/idle/policy.h"
@@ -44,7 +47,11 @@ int Usage(const std::string& why) {
       "         [--arrival-jitter S] [--seed N]\n"
       "         [--node-fraction F] [--pricing F] [--idle-policy F] "
       "[--region R]\n"
-      "         [--offering O] [--start RFC3339] [--boot-time 3m]\n",
+      "         [--offering O] [--start RFC3339] [--boot-time 3m]\n"
+      "       tupa-sim idle-compare (the replay flags) "
+      "--idle-policies timer:5m,timer:20m,cost[,FILE]\n"
+      "  --idle-policy: cost | timer:DURATION | none | a scheduler config "
+      "file\n",
       why.c_str());
   return 2;
 }
@@ -125,6 +132,30 @@ absl::Status ParseFileFlag(std::map<std::string, std::string>& flags,
   return absl::OkStatus();
 }
 
+// An idle policy named on the command line (tupa::scheduler::idle::
+// NamedIdlePolicy: "cost", "timer:5m"), "none", or a scheduler config file
+// with idle_shutdown / scale_up sections. Errors as ParseFleetFlags'.
+absl::Status ParseIdlePolicySpec(const std::string& spec,
+                                 tupa::sim::FleetOptions* fleet) {
+  namespace idle = tupa::scheduler::idle;
+  fleet->idle.reset();
+  if (spec == "none") return absl::OkStatus();
+  if (spec == "cost" || absl::StartsWith(spec, "timer:")) {
+    absl::StatusOr<idle::IdlePolicy> p =
+        idle::NamedIdlePolicy(spec, fleet->boot_time);
+    if (!p.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--idle-policy: ", p.status().message()));
+    fleet->idle = *std::move(p);
+    return absl::OkStatus();
+  }
+  std::map<std::string, std::string> file = {{"idle-policy", spec}};
+  return ParseFileFlag(
+      file, "idle-policy",
+      [](const std::string& t) { return idle::ParseIdlePolicyYaml(t); },
+      &fleet->idle);
+}
+
 // The money and idle-policy flags of replay. InvalidArgument starting with
 // "--" for bad usage; errors inside a file name the file.
 absl::Status ParseFleetFlags(std::map<std::string, std::string>& flags,
@@ -135,13 +166,6 @@ absl::Status ParseFleetFlags(std::map<std::string, std::string>& flags,
         return tupa::pricing::PriceCatalog::Parse(t);
       },
       &fleet->pricing);
-  if (!s.ok()) return s;
-  s = ParseFileFlag(
-      flags, "idle-policy",
-      [](const std::string& t) {
-        return tupa::scheduler::idle::ParseIdlePolicyYaml(t);
-      },
-      &fleet->idle);
   if (!s.ok()) return s;
   if (flags.count("region")) fleet->region = flags["region"];
   if (flags.count("offering")) fleet->offering = flags["offering"];
@@ -160,10 +184,21 @@ absl::Status ParseFleetFlags(std::map<std::string, std::string>& flags,
         "--boot-time: not a non-negative duration (e.g. 3m): " +
         flags["boot-time"]);
   }
+  if (flags.count("idle-policy")) {
+    return ParseIdlePolicySpec(flags["idle-policy"], fleet);
+  }
   return absl::OkStatus();
 }
 
-int Replay(std::map<std::string, std::string>& flags, Policy policy) {
+int ReplayOnce(std::map<std::string, std::string>& flags,
+               const std::vector<tupa::scheduler::NodeView>& nodes,
+               const std::vector<tupa::sim::PodSpec>& jobs,
+               const tupa::sim::ReplayOptions& o, const std::string& spec);
+
+// replay, or idle-compare (`policies`: one replay per idle policy spec,
+// the same trace, nodes and flags, one JSON line each).
+int Replay(std::map<std::string, std::string>& flags, Policy policy,
+           const std::vector<std::string>& policies) {
   tupa::sim::ReplayOptions o;
   o.policy = policy;
   if (flags.count("arrival-speedup") &&
@@ -208,13 +243,31 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
   if (node_fraction < 1) *nodes = tupa::sim::SampleNodes(*nodes, node_fraction);
   auto jobs = tupa::sim::LoadPods(flags["jobs"]);
   if (!jobs.ok()) return Fail(jobs.status());
-  auto replay = tupa::sim::RunReplay(*nodes, *jobs, o);
+  for (const std::string& spec : policies) {
+    if (!spec.empty()) {
+      absl::Status s = ParseIdlePolicySpec(spec, &o.fleet);
+      if (!s.ok()) return Fail(s);
+    }
+    if (int rc = ReplayOnce(flags, *nodes, *jobs, o, spec); rc != 0) return rc;
+  }
+  return 0;
+}
+
+// One replay, printed as one JSON line (with "idle_policy": `spec` when
+// not empty).
+int ReplayOnce(std::map<std::string, std::string>& flags,
+               const std::vector<tupa::scheduler::NodeView>& nodes,
+               const std::vector<tupa::sim::PodSpec>& jobs,
+               const tupa::sim::ReplayOptions& o, const std::string& spec) {
+  auto replay = tupa::sim::RunReplay(nodes, jobs, o);
   if (!replay.ok()) return Fail(replay.status());
   const tupa::sim::ReplayResult& r = *replay;
   std::string extra = absl::StrFormat(
       ", \"unstarted\": %d, \"shutdowns\": %d, \"boots\": %d, "
       "\"node_hours\": %.1f",
       r.unstarted, r.fleet.shutdowns, r.fleet.boots, r.fleet.node_hours);
+  if (!spec.empty())
+    absl::StrAppendFormat(&extra, ", \"idle_policy\": \"%s\"", spec);
   if (!r.fleet.currency.empty()) {
     absl::StrAppendFormat(
         &extra,
@@ -233,10 +286,10 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy) {
       "\"gpu_utilisation\": %.4f, \"arrival_window_utilisation\": %.4f, "
       "\"passes\": %d%s}\n",
       flags["policy"].c_str(), o.arrival_speedup, o.arrival_jitter_s,
-      static_cast<unsigned long long>(o.seed), nodes->size(), r.jobs,
-      r.finished, r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s,
-      r.p95_wait_s, r.makespan_s, r.gpu_utilisation,
-      r.arrival_window_utilisation, r.passes, extra.c_str());
+      static_cast<unsigned long long>(o.seed), nodes.size(), r.jobs, r.finished,
+      r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s, r.p95_wait_s,
+      r.makespan_s, r.gpu_utilisation, r.arrival_window_utilisation, r.passes,
+      extra.c_str());
   return 0;
 }
 
@@ -264,6 +317,14 @@ int main(int argc, char** argv) {
     return Usage("unknown --policy " + flags["policy"]);
   }
   if (mode == "inflation") return Inflation(flags, policy);
-  if (mode == "replay") return Replay(flags, policy);
+  if (mode == "replay") return Replay(flags, policy, {""});
+  if (mode == "idle-compare") {
+    if (!flags.count("idle-policies"))
+      return Usage("idle-compare needs --idle-policies P1,P2,...");
+    std::vector<std::string> specs =
+        absl::StrSplit(flags["idle-policies"], ',', absl::SkipEmpty());
+    if (specs.empty()) return Usage("--idle-policies is empty");
+    return Replay(flags, policy, specs);
+  }
   return Usage("unknown mode " + mode);
 }

@@ -15,6 +15,9 @@ using scheduler::JobRequest;
 using scheduler::NodeView;
 namespace idle = scheduler::idle;
 
+// How far ahead the cost rule sees the price calendar.
+constexpr absl::Duration kPriceHorizon = absl::Hours(24);
+
 absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(
     const std::vector<NodeView>& nodes, FleetOptions options) {
   std::vector<NodeState> states;
@@ -110,6 +113,10 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
   const absl::Time now = At(now_ms);
   idle::Snapshot snap;
   std::vector<int> worker_node;  // snapshot worker -> node index
+  const bool cost_rule = options_.idle->idle_shutdown.kind ==
+                         idle::IdleShutdownPolicy::Kind::kCost;
+  // One catalog entry per GPU type (every node shares region and offering).
+  std::map<std::string, std::vector<std::pair<absl::Time, double>>> steps;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const NodeState& n = nodes_[i];
     if (n.power != Power::kUp) continue;
@@ -127,6 +134,11 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     // Decide() only needs to know whether jobs are there.
     for (int j = 0; j < n.jobs; ++j) w.job_ids.push_back(j + 1);
     w.price_per_gpu_hour = PriceAtEpoch(static_cast<int>(i));
+    if (cost_rule && n.price) {
+      auto [it, fresh] = steps.try_emplace(n.gpu_type);
+      if (fresh) it->second = pricing::PriceSteps(*n.price, now, kPriceHorizon);
+      w.price_steps = it->second;
+    }
     snap.workers.push_back(std::move(w));
     worker_node.push_back(static_cast<int>(i));
   }
@@ -170,6 +182,9 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
       const NodeState& n = nodes_[index_.at(v.worker_id)];
       soonest = std::min(
           soonest, At(n.up_since_ms) + policy.idle_shutdown.min_uptime - now);
+    } else if (v.verdict == idle::Verdict::kWarmPays) {
+      // The rule's answer changes as the pool's silence grows.
+      soonest = std::min(soonest, options_.decide_every);
     } else if (v.verdict == idle::Verdict::kGrace) {
       soonest = std::min(soonest, policy.idle_shutdown.grace);
     }
@@ -196,44 +211,53 @@ void Fleet::StopNode(int i, int64_t now_ms) {
 
 void Fleet::BootFor(const idle::ScaleUpRequest& up,
                     const std::vector<JobRequest>& pending, int64_t now_ms) {
-  // The asked pool first; when it has nothing left to boot, the other
-  // types its jobs accept (the request names only the first), cheapest
-  // first. GPUs already booting for those types count toward the request.
-  std::set<std::string> accepted;
-  bool any_type = up.gpu_type.empty();
+  // Each node of each asked job gets one node that can hold it: a node
+  // already booting, else a stopped one of the asked pool, else of the other
+  // types the job accepts (any type when it accepts any), cheapest per GPU
+  // first. A 1-node 8-GPU job needs one 8-GPU node, not four 2-GPU ones.
+  std::vector<bool> claimed(nodes_.size(), false);
+  const int64_t boot_ms = absl::ToInt64Milliseconds(options_.boot_time);
   for (const JobRequest& r : pending) {
     if (std::find(up.job_ids.begin(), up.job_ids.end(), r.job_id) ==
         up.job_ids.end()) {
       continue;
     }
-    if (r.gpu_types.empty()) any_type = true;
-    accepted.insert(r.gpu_types.begin(), r.gpu_types.end());
-  }
-  int needed = up.gpus_needed;
-  std::vector<int> candidates;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const NodeState& n = nodes_[i];
-    if (!any_type && n.gpu_type != up.gpu_type && !accepted.count(n.gpu_type)) {
-      continue;
+    const int need = static_cast<int>(std::ceil(r.gpus));
+    auto accepts = [&](const NodeState& n) {
+      return n.gpus >= need &&
+             (r.gpu_types.empty() ||
+              std::find(r.gpu_types.begin(), r.gpu_types.end(), n.gpu_type) !=
+                  r.gpu_types.end());
+    };
+    int nodes = r.nodes;
+    std::vector<int> candidates;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeState& n = nodes_[i];
+      if (claimed[i] || !accepts(n)) continue;
+      if (n.power == Power::kBooting && nodes > 0) {
+        claimed[i] = true;
+        --nodes;
+      } else if (n.power == Power::kDown) {
+        candidates.push_back(static_cast<int>(i));
+      }
     }
-    if (n.power == Power::kBooting) needed -= n.gpus;
-    if (n.power == Power::kDown) candidates.push_back(static_cast<int>(i));
-  }
-  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    const bool asked_a = nodes_[a].gpu_type == up.gpu_type;
-    const bool asked_b = nodes_[b].gpu_type == up.gpu_type;
-    if (asked_a != asked_b) return asked_a;
-    return PriceAtEpoch(a) < PriceAtEpoch(b);
-  });
-  const int64_t boot_ms = absl::ToInt64Milliseconds(options_.boot_time);
-  for (int i : candidates) {
-    if (needed <= 0) break;
-    NodeState& n = nodes_[i];
-    n.power = Power::kBooting;
-    n.up_since_ms = now_ms;  // billed from launch
-    n.ready_ms = now_ms + boot_ms;
-    needed -= n.gpus;
-    ++boots_;
+    std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+      const bool asked_a = nodes_[a].gpu_type == up.gpu_type;
+      const bool asked_b = nodes_[b].gpu_type == up.gpu_type;
+      if (asked_a != asked_b) return asked_a;
+      return PriceAtEpoch(a) * nodes_[a].gpus <
+             PriceAtEpoch(b) * nodes_[b].gpus;
+    });
+    for (int i : candidates) {
+      if (nodes <= 0) break;
+      NodeState& n = nodes_[i];
+      n.power = Power::kBooting;
+      n.up_since_ms = now_ms;  // billed from launch
+      n.ready_ms = now_ms + boot_ms;
+      claimed[i] = true;
+      --nodes;
+      ++boots_;
+    }
   }
 }
 

@@ -12,10 +12,11 @@
 // The idle policy sees what the scheduler would: live workers with their
 // free devices and jobs (no device activity: emulated nodes are busy
 // exactly while they hold a job), and the pending jobs. A shutdown makes the
-// node unschedulable at once; a scale-up request boots stopped nodes of the
-// asked pool, then of the other GPU types its jobs accept (any type when a
-// job accepts any), cheapest first; they become schedulable `boot_time`
-// later. Without an idle policy every
+// node unschedulable at once; a scale-up request boots, for each node of
+// each of its jobs, one stopped node that can hold it (enough GPUs), of the
+// asked pool, then of the other GPU types the job accepts (any type when it
+// accepts any), cheapest first, unless a booting node already can; they
+// become schedulable `boot_time` later. Without an idle policy every
 // node stays up. Replay time is in ms from `epoch`. Not thread-safe.
 #ifndef TUPA_SCHEDULER_SIM_REPLAY_FLEET_H_
 #define TUPA_SCHEDULER_SIM_REPLAY_FLEET_H_
