@@ -67,9 +67,10 @@ class SimCliTest(unittest.TestCase):
             for key in ("avg_jct_s", "p95_jct_s", "avg_wait_s", "p95_wait_s",
                         "makespan_s", "gpu_utilisation", "cost", "idle_cost"):
                 self.assertIn(key, out)
-        # The same jobs cost the same; the policy stops idle nodes, so the
-        # fleet and its idle part cost less.
-        self.assertEqual(plain["cost"], idle["cost"])
+        # The same jobs cost about the same (one that waits for a node to
+        # boot may run on another node, or in another price window); the
+        # policy stops idle nodes, so the fleet and its idle part cost less.
+        self.assertAlmostEqual(plain["cost"], idle["cost"], delta=0.02 * plain["cost"])
         self.assertEqual(plain["shutdowns"], 0)
         self.assertGreater(idle["shutdowns"], 0, idle)
         self.assertLess(idle["fleet_cost"], plain["fleet_cost"])
