@@ -80,13 +80,8 @@ fi
 }
 
 if (( restart_check )); then
-  kill -9 "$sched_pid" 2>/dev/null || true
-  wait "$sched_pid" 2>/dev/null || true
   start_ns=$(date +%s%N)
-  TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
-    --metrics-listen "" --data-dir "$work/scheduler" --auth=false \
-    --worker-timeout "$worker_timeout" >>"$work/scheduler.log" 2>&1 &
-  sched_pid=$!
+  restart_scheduler
   served=0
   for _ in $(seq 600); do
     if TUPA_SCHEDULER="127.0.0.1:$port" "$BIN/tupa" list --limit 1 -o json >/dev/null 2>&1; then

@@ -6,6 +6,10 @@
 #     SYNC: the server's synchronous_commit (on/off); FLAGs go to
 #     tupa-scheduler as given (e.g. --worker-timeout 15s).
 #
+#   restart_scheduler
+#     kill -9 the scheduler and start it again with the same flags on the
+#     same database and ports (returns at once; it rebuilds, then serves).
+#
 # Sets: work (scratch directory), url (database URL), port (the
 # scheduler's gRPC port), sched_pid. /metrics stays on, as in production,
 # on a free port of its own.
@@ -35,9 +39,9 @@ start_submit_stack() {
   while [[ $metrics_port == "$port" ]]; do
     metrics_port=$(pick_free_port) || { echo "no free TCP port" >&2; exit 1; }
   done
-  TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" --listen "127.0.0.1:$port" \
-    --metrics-listen "127.0.0.1:$metrics_port" \
-    --data-dir "$work/scheduler" --auth=false "$@" >"$work/scheduler.log" 2>&1 &
+  sched_flags=(--listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$metrics_port"
+    --data-dir "$work/scheduler" --auth=false "$@")
+  TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" "${sched_flags[@]}" >"$work/scheduler.log" 2>&1 &
   sched_pid=$!
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return
@@ -47,4 +51,11 @@ start_submit_stack() {
   tail -n 20 "$work/scheduler.log" >&2
   echo "tupa-scheduler did not start" >&2
   exit 1
+}
+
+restart_scheduler() {
+  kill -9 "$sched_pid" 2>/dev/null || true
+  wait "$sched_pid" 2>/dev/null || true
+  TUPA_DATABASE_URL=$url "$BIN/tupa-scheduler" "${sched_flags[@]}" >>"$work/scheduler.log" 2>&1 &
+  sched_pid=$!
 }

@@ -45,56 +45,53 @@ void ReadView::PutJobs(std::vector<std::shared_ptr<const JobEntry>> entries) {
 }
 
 void ReadView::PutWorkers(std::vector<v1::Worker> workers) {
-  // A ListWorkersResponse is its workers, each as field 1: the bytes of
-  // both responses are the workers' encodings, concatenated.
-  auto live = std::make_shared<std::string>();
-  auto all = std::make_shared<std::string>();
-  std::string one;
-  for (const v1::Worker& w : workers) {
-    one.clear();
-    {
-      google::protobuf::io::StringOutputStream raw(&one);
-      google::protobuf::io::CodedOutputStream out(&raw);
-      const std::string body = w.SerializeAsString();
-      out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
-          v1::ListWorkersResponse::kWorkersFieldNumber,
-          google::protobuf::internal::WireFormatLite::
-              WIRETYPE_LENGTH_DELIMITED));
-      out.WriteVarint32(static_cast<uint32_t>(body.size()));
-      out.WriteString(body);
-    }
-    all->append(one);
-    if (!IsGone(w)) live->append(one);
-  }
-  auto next =
-      std::make_shared<const std::vector<v1::Worker>>(std::move(workers));
-  std::shared_ptr<const std::string> next_live = std::move(live);
-  std::shared_ptr<const std::string> next_all = std::move(all);
-  absl::MutexLock lock(&mu_);  // released before the old lists go
-  workers_.swap(next);
-  live_response_.swap(next_live);
-  all_response_.swap(next_all);
+  auto next = std::make_shared<WorkerList>();
+  next->workers = std::move(workers);
+  std::shared_ptr<const WorkerList> published = std::move(next);
+  absl::MutexLock lock(&mu_);  // released before the old list goes
+  workers_.swap(published);
 }
 
 std::shared_ptr<const std::string> ReadView::WorkersResponse(
     bool include_offline) const {
-  absl::ReaderMutexLock lock(&mu_);
-  const auto& bytes = include_offline ? all_response_ : live_response_;
-  if (bytes) return bytes;
-  static const auto* const kEmpty = new std::shared_ptr<const std::string>(
-      std::make_shared<const std::string>());
-  return *kEmpty;
+  std::shared_ptr<const WorkerList> list;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    list = workers_;
+  }
+  if (list == nullptr) {
+    static const auto* const kEmpty = new std::shared_ptr<const std::string>(
+        std::make_shared<const std::string>());
+    return *kEmpty;
+  }
+  absl::MutexLock once(&list->once_mu);
+  std::shared_ptr<const std::string>& bytes =
+      include_offline ? list->all : list->live;
+  if (bytes == nullptr) {
+    // A ListWorkersResponse is its workers, each as field 1 (tag, length,
+    // the worker's encoding), concatenated.
+    auto out = std::make_shared<std::string>();
+    for (const v1::Worker& w : list->workers) {
+      if (!include_offline && IsGone(w)) continue;
+      const std::string body = w.SerializeAsString();
+      google::protobuf::io::StringOutputStream raw(out.get());
+      google::protobuf::io::CodedOutputStream coded(&raw);
+      coded.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+          v1::ListWorkersResponse::kWorkersFieldNumber,
+          google::protobuf::internal::WireFormatLite::
+              WIRETYPE_LENGTH_DELIMITED));
+      coded.WriteVarint32(static_cast<uint32_t>(body.size()));
+      coded.WriteString(body);
+    }
+    bytes = std::move(out);
+  }
+  return bytes;
 }
 
 std::shared_ptr<const ReadView::JobEntry> ReadView::FindJob(int64_t id) const {
   absl::ReaderMutexLock lock(&mu_);
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second;
-}
-
-std::shared_ptr<const std::vector<v1::Worker>> ReadView::Workers() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return workers_;
 }
 
 v1::Job ReadView::Materialize(const JobEntry& entry, absl::Time now) {

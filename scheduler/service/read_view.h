@@ -51,16 +51,15 @@ class ReadView {
 
   // Writer side (the loop). `entries` replace those of the same jobs.
   void PutJobs(std::vector<std::shared_ptr<const JobEntry>> entries);
-  // Also serializes the two ListWorkersResponse a read can ask for (with
-  // and without the LOST and OFFLINE workers) once, so that a listing
-  // costs no copy of 1,000 workers per call (WorkersResponse).
   void PutWorkers(std::vector<v1::Worker> workers);
 
   // Reader side. Null when the view has no entry for the job.
   std::shared_ptr<const JobEntry> FindJob(int64_t id) const;
-  std::shared_ptr<const std::vector<v1::Worker>> Workers() const;
-  // The serialized ListWorkersResponse of the last PutWorkers; an empty
-  // response before the first.
+  // The serialized ListWorkersResponse of the last PutWorkers (with or
+  // without the LOST and OFFLINE workers); an empty response before the
+  // first. Serialized by the first read of each published list and shared
+  // by the later ones: a listing copies no worker, and the loop serializes
+  // nothing.
   std::shared_ptr<const std::string> WorkersResponse(
       bool include_offline) const;
   // The job as a read returns it: cost and GPU-seconds up to `now`.
@@ -72,9 +71,14 @@ class ReadView {
   std::unordered_map<int64_t, std::shared_ptr<const JobEntry>> jobs_
       ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> ended_ ABSL_GUARDED_BY(mu_);  // oldest first
-  std::shared_ptr<const std::vector<v1::Worker>> workers_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<const std::string> live_response_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<const std::string> all_response_ ABSL_GUARDED_BY(mu_);
+  struct WorkerList {
+    std::vector<v1::Worker> workers;
+    // Serialized once, by the first read that wants each (under once_mu).
+    mutable absl::Mutex once_mu;
+    mutable std::shared_ptr<const std::string> live ABSL_GUARDED_BY(once_mu);
+    mutable std::shared_ptr<const std::string> all ABSL_GUARDED_BY(once_mu);
+  };
+  std::shared_ptr<const WorkerList> workers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tupa::scheduler

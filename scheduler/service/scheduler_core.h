@@ -107,8 +107,8 @@ class SchedulerCore {
   absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
   // FailedPrecondition when the job already ended.
   absl::StatusOr<v1::Job> CancelJob(int64_t id, const std::string& reason);
-  std::vector<v1::Worker> ListWorkers(bool include_offline);
-  // The same list as a serialized ListWorkersResponse, shared (ReadView).
+  // The published worker list as a serialized ListWorkersResponse, shared
+  // by every caller (ReadView::WorkersResponse).
   std::shared_ptr<const std::string> ListWorkersResponse(bool include_offline) {
     return reads_.WorkersResponse(include_offline);
   }

@@ -562,20 +562,6 @@ std::vector<v1::Worker> SchedulerCore::BuildWorkerViews() {
   return out;
 }
 
-std::vector<v1::Worker> SchedulerCore::ListWorkers(bool include_offline) {
-  std::vector<v1::Worker> out;
-  const auto published = reads_.Workers();
-  if (published == nullptr) return out;
-  for (const v1::Worker& w : *published) {
-    const auto state = w.state();
-    if (!include_offline &&
-        (state == v1::WORKER_STATE_LOST || state == v1::WORKER_STATE_OFFLINE))
-      continue;
-    out.push_back(w);
-  }
-  return out;
-}
-
 absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id,
                                                       bool undo) {
   absl::MutexLock lock(&mu_);
