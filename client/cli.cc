@@ -33,17 +33,21 @@ struct Command {
 void NoFlags(FlagSet&) {}
 
 const Command kCommands[] = {
-    {"submit", "tupa submit [-f job.yaml] [flags] [-- CMD ARGS]",
+    {"submit",
+     "tupa submit [-f job.yaml] [--array 0-99%10] [flags] [-- CMD ARGS]",
      "submit a job", AddSubmitFlags, RunSubmit, absl::Seconds(60)},
-    {"list", "tupa list [--state S] [--user U] [--team T] [--limit N]",
+    {"list",
+     "tupa list [--state S] [--user U] [--team T] [--limit N] [--array ID] "
+     "[--expand]",
      "list jobs", AddListFlags, RunList, absl::ZeroDuration()},
     {"get", "tupa get JOB", "show one job", NoFlags, RunGet,
      absl::ZeroDuration()},
     {"logs", "tupa logs [-f] [--rank R] [--attempt A] JOB",
      "print (and follow) a job's logs", AddLogsFlags, RunLogs,
      absl::ZeroDuration()},
-    {"cancel", "tupa cancel JOB [--reason TEXT]", "cancel a job",
-     AddCancelFlags, RunCancel, absl::ZeroDuration()},
+    {"cancel", "tupa cancel JOB|ARRAY [--reason TEXT]",
+     "cancel a job, or every unfinished task of a job array", AddCancelFlags,
+     RunCancel, absl::ZeroDuration()},
     {"wait", "tupa wait JOB [--timeout D]",
      "wait for a job to end; exit 0 only if it SUCCEEDED", NoFlags, RunWait,
      absl::Seconds(60)},
@@ -53,7 +57,7 @@ const Command kCommands[] = {
      "stop placing new work on a worker (--undo: start again)", AddDrainFlags,
      RunDrain, absl::ZeroDuration()},
     {"cost",
-     "tupa cost [--by team|user|gpu-type|region|day|job] [--since WHEN] "
+     "tupa cost [--by team|user|gpu-type|region|day|job|array] [--since WHEN] "
      "[--until WHEN]",
      "money spent per group, with totals and idle cost", AddCostFlags, RunCost,
      absl::ZeroDuration()},

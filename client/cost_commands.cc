@@ -33,8 +33,9 @@ absl::Status ExplainUnimplemented(const absl::Status& status,
 
 void AddCostFlags(FlagSet& flags) {
   flags
-      .AddValue("by", "GROUP",
-                "group by team (default), user, gpu-type, region, day or job")
+      .AddValue(
+          "by", "GROUP",
+          "group by team (default), user, gpu-type, region, day, job or array")
       .AddValue("since", "WHEN",
                 "start: a duration ago (7d), a date (2026-11-01) or an RFC "
                 "3339 time (default: 7 days before --until)")

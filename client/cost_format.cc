@@ -13,8 +13,8 @@
 namespace tupa::client {
 namespace {
 
-constexpr const char* kCostGroups[] = {"team",   "user", "gpu-type",
-                                       "region", "day",  "job"};
+constexpr const char* kCostGroups[] = {"team", "user", "gpu-type", "region",
+                                       "day",  "job",  "array"};
 
 std::string OrDash(absl::string_view s) {
   return s.empty() ? "-" : std::string(s);
@@ -44,7 +44,7 @@ absl::StatusOr<std::string> ParseCostGroup(absl::string_view text) {
     if (name == group) return name;
   return absl::InvalidArgumentError(
       absl::StrCat("--by: bad value \"", text,
-                   "\" (team, user, gpu-type, region, day or job)"));
+                   "\" (team, user, gpu-type, region, day, job or array)"));
 }
 
 absl::StatusOr<absl::Time> ParseTimeBound(absl::string_view text,

@@ -14,7 +14,7 @@
 
 namespace tupa::client {
 
-// `--by`: team, user, gpu-type, region, day or job, in any case
+// `--by`: team, user, gpu-type, region, day, job or array, in any case
 // ("gpu_type" is accepted for gpu-type). Returns the canonical name.
 // InvalidArgument naming --by otherwise.
 absl::StatusOr<std::string> ParseCostGroup(absl::string_view text);

@@ -51,10 +51,35 @@ absl::Status RunCancel(CommandContext& context, const ParsedArgs& args) {
   request.set_reason(args.Value("reason"));
   Connection connection(context.connection);
   v1::Job job;
-  RETURN_IF_ERROR(connection.Call([&](grpc::ClientContext* call) {
+  absl::Status cancelled = connection.Call([&](grpc::ClientContext* call) {
     job.Clear();
     return connection.jobs().CancelJob(call, request, &job);
-  }));
+  });
+  if (absl::IsNotFound(cancelled)) {
+    // Not a job: a job array's id (they never equal a job's).
+    v1::CancelArrayRequest array_request;
+    array_request.set_array_id(id);
+    array_request.set_reason(request.reason());
+    v1::CancelArrayResponse array;
+    absl::Status array_cancelled =
+        connection.Call([&](grpc::ClientContext* call) {
+          array.Clear();
+          return connection.jobs().CancelArray(call, array_request, &array);
+        });
+    // An older scheduler (UNIMPLEMENTED) or no such array: the job's error.
+    if (absl::IsNotFound(array_cancelled) ||
+        absl::IsUnimplemented(array_cancelled))
+      return cancelled;
+    RETURN_IF_ERROR(array_cancelled);
+    if (context.output == OutputFormat::kJson) {
+      *context.out << ToJson(array);
+    } else {
+      *context.out << "array " << id << ": " << array.cancelled() << " of "
+                   << array.size() << " tasks cancelled (the rest had ended)\n";
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(cancelled);
   if (context.output == OutputFormat::kJson) {
     *context.out << ToJson(job);
   } else {

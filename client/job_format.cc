@@ -1,7 +1,9 @@
 #include "client/job_format.h"
 
+#include <map>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -9,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/money.h"
 #include "client/output.h"
 #include "common/quantity.h"
@@ -166,10 +169,98 @@ std::string JobAgeOrRuntime(const v1::Job& job, absl::Time now) {
   return HumanDuration(std::max(end - created, absl::ZeroDuration()));
 }
 
-std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now) {
+std::string SumDecimals(const std::vector<std::string>& amounts) {
+  // Nanounits in 128 bits: exact for any amount the scheduler sends.
+  constexpr int kPlaces = 9;
+  __int128 total = 0;
+  bool any = false;
+  for (const std::string& amount : amounts) {
+    absl::string_view text = amount;
+    const bool negative = absl::ConsumePrefix(&text, "-");
+    std::pair<absl::string_view, absl::string_view> parts =
+        absl::StrSplit(text, absl::MaxSplits('.', 1));
+    if (parts.first.empty() || parts.first.size() > 18 ||
+        parts.second.size() > kPlaces)
+      continue;
+    uint64_t whole = 0, fraction = 0;
+    std::string digits(parts.second);
+    digits.resize(kPlaces, '0');
+    if (!absl::SimpleAtoi(parts.first, &whole) ||
+        !absl::SimpleAtoi(digits, &fraction) ||
+        !absl::c_all_of(parts.first, absl::ascii_isdigit) ||
+        !absl::c_all_of(parts.second, absl::ascii_isdigit))
+      continue;
+    __int128 value = static_cast<__int128>(whole) * 1000000000 + fraction;
+    total += negative ? -value : value;
+    any = true;
+  }
+  if (!any) return "";
+  const bool negative = total < 0;
+  if (negative) total = -total;
+  const uint64_t whole = static_cast<uint64_t>(total / 1000000000);
+  const uint64_t fraction = static_cast<uint64_t>(total % 1000000000);
+  return absl::StrFormat("%s%d.%09d", negative ? "-" : "", whole, fraction);
+}
+
+namespace {
+
+// One row for the listed tasks of one array (RenderJobsTable).
+std::vector<std::string> ArrayRow(const std::vector<const v1::Job*>& tasks,
+                                  absl::Time now) {
+  // Named after its lowest index (lists come newest first).
+  const v1::Job& first =
+      **absl::c_min_element(tasks, [](const v1::Job* a, const v1::Job* b) {
+        return a->spec().array().index() < b->spec().array().index();
+      });
+  const v1::ArrayTask& array = first.spec().array();
+  std::map<v1::JobState, int> counts;
+  std::vector<std::string> costs;
+  int done = 0;
+  for (const v1::Job* task : tasks) {
+    ++counts[task->state()];
+    if (!task->cost().empty()) costs.push_back(task->cost());
+    done += IsTerminal(task->state());
+  }
+  std::vector<std::string> parts;
+  for (const auto& [state, n] : counts)
+    parts.push_back(
+        absl::StrCat(n, " ", absl::AsciiStrToLower(JobStateName(state))));
+  std::string message = absl::StrJoin(parts, ", ");
+  if (static_cast<int>(tasks.size()) < array.size())
+    absl::StrAppend(&message, " (", tasks.size(), " of ", array.size(),
+                    " listed)");
+  return {absl::StrCat(array.array_id()),
+          absl::StrCat(OrDash(first.spec().name()), "[", array.indexes(), "]"),
+          OrDash(first.spec().user()),
+          OrDash(first.spec().team()),
+          "ARRAY",
+          "-",
+          JobGpus(first.spec()),
+          JobAgeOrRuntime(first, now),
+          FormatMoney(SumDecimals(costs), first.currency()),
+          absl::StrCat(done, "/", array.size(), " done"),
+          message};
+}
+
+}  // namespace
+
+std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now,
+                            bool fold_arrays) {
   Table table({"ID", "NAME", "USER", "TEAM", "STATE", "ATTEMPT", "GPUS",
                "AGE/RUNTIME", "COST", "PROGRESS", "MESSAGE"});
+  std::map<int64_t, std::vector<const v1::Job*>> arrays;
+  if (fold_arrays)
+    for (const v1::Job& job : jobs)
+      if (job.spec().array().array_id() > 0)
+        arrays[job.spec().array().array_id()].push_back(&job);
   for (const v1::Job& job : jobs) {
+    if (fold_arrays && job.spec().array().array_id() > 0) {
+      auto it = arrays.find(job.spec().array().array_id());
+      if (it == arrays.end()) continue;  // its row is out already
+      table.AddRow(ArrayRow(it->second, now));
+      arrays.erase(it);
+      continue;
+    }
     table.AddRow({absl::StrCat(job.id()), OrDash(job.spec().name()),
                   OrDash(job.spec().user()), OrDash(job.spec().team()),
                   JobStateName(job.state()), absl::StrCat(job.attempt()),
@@ -193,6 +284,11 @@ std::string RenderJobDetails(const v1::Job& job, absl::Time now) {
   kv.emplace_back("attempt", absl::StrCat(job.attempt(), " (retries ",
                                           spec.retries(), ")"));
   kv.emplace_back("priority", absl::StrCat(spec.priority()));
+  if (spec.array().array_id() > 0)
+    kv.emplace_back("array", absl::StrCat(spec.array().array_id(), " index ",
+                                          spec.array().index(), " of [",
+                                          spec.array().indexes(), "] (",
+                                          spec.array().size(), " tasks)"));
   kv.emplace_back("resources", ResourcesLine(spec.resources()));
   kv.emplace_back("launch", LaunchName(spec.launch()));
   if (spec.has_train()) {

@@ -41,7 +41,17 @@ std::string JobAgeOrRuntime(const v1::Job& job, absl::Time now);
 // The `list` table: ID NAME USER TEAM STATE ATTEMPT GPUS AGE/RUNTIME COST
 // PROGRESS MESSAGE. COST is rounded to cents with the currency, blank
 // without a price catalog.
-std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now);
+// With `fold_arrays`, the tasks of each job array are one row where its
+// first task is listed: ID is the array's id, NAME its lowest index's name
+// with "[EXPRESSION]", STATE "ARRAY", COST the tasks' sum, PROGRESS "D/N
+// done" and MESSAGE the count of tasks per state (of the tasks listed,
+// with "N of SIZE listed" when the list was cut by --limit).
+std::string RenderJobsTable(const std::vector<v1::Job>& jobs, absl::Time now,
+                            bool fold_arrays = false);
+
+// The exact sum of decimal amounts ("1.25" + "0.000001"); "" when none is
+// set. Amounts that are not decimals are skipped.
+std::string SumDecimals(const std::vector<std::string>& amounts);
 
 // The `get` block: one "key: value" line per field, placements and
 // progress included; pending_reason, gpu_hours and cost when the scheduler

@@ -27,7 +27,11 @@ void AddListFlags(FlagSet& flags) {
                    "list)")
       .AddValue("user", "U", "only this user's jobs")
       .AddValue("team", "T", "only this team's jobs")
-      .AddValue("limit", "N", "at most N jobs (default: the scheduler's, 500)");
+      .AddValue("limit", "N", "at most N jobs (default: the scheduler's, 500)")
+      .AddValue("array", "ID", "only the tasks of this job array")
+      .AddBool("expand",
+               "list a job array's tasks one per row (default: "
+               "one row per array)");
 }
 
 absl::Status RunList(CommandContext& context, const ParsedArgs& args) {
@@ -53,6 +57,10 @@ absl::Status RunList(CommandContext& context, const ParsedArgs& args) {
     }
     request.set_limit(limit);
   }
+  if (args.Has("array")) {
+    ASSIGN_OR_RETURN(int64_t array_id, ParseJobId(args.Value("array")));
+    request.set_array_id(array_id);
+  }
   Connection connection(context.connection);
   v1::ListJobsResponse response;
   RETURN_IF_ERROR(connection.Call([&](grpc::ClientContext* call) {
@@ -62,8 +70,10 @@ absl::Status RunList(CommandContext& context, const ParsedArgs& args) {
   if (context.output == OutputFormat::kJson) {
     *context.out << ToJson(response);
   } else {
+    // One array's tasks are listed as rows when asked for by --array.
+    const bool fold = !args.Bool("expand") && !args.Has("array");
     *context.out << RenderJobsTable(
-        {response.jobs().begin(), response.jobs().end()}, context.now);
+        {response.jobs().begin(), response.jobs().end()}, context.now, fold);
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <utility>
@@ -248,22 +249,56 @@ absl::Status ApplySpecFlags(const ParsedArgs& args, v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args) {
+namespace {
+
+// The spec from the file's `text` (empty: no file) and the flags, for the
+// array task `index` when set: `{{index}}` replaced in the text before it
+// is parsed, and in the name, command and env values the flags gave.
+absl::StatusOr<v1::JobSpec> SpecFrom(const ParsedArgs& args,
+                                     const std::string& text,
+                                     std::optional<int32_t> index) {
   v1::JobSpec spec;
   if (args.Has("file")) {
-    const std::string path = args.Value("file");
-    ASSIGN_OR_RETURN(std::string text, ReadSpecFile(path));
-    absl::StatusOr<v1::JobSpec> parsed = ParseJobSpecYaml(text);
+    absl::StatusOr<v1::JobSpec> parsed =
+        ParseJobSpecYaml(index ? SubstituteArrayIndex(text, *index) : text);
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(parsed.status().message(), " (in ", path, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          parsed.status().message(), " (in ", args.Value("file"), ")"));
     }
     spec = *std::move(parsed);
   }
   RETURN_IF_ERROR(ApplySpecFlags(args, spec));
+  if (index) spec = SubstituteArrayIndex(spec, *index);
   ApplyJobSpecDefaults(spec);
   if (absl::Status s = ValidateJobSpec(spec); !s.ok()) return NameFlag(args, s);
   return spec;
+}
+
+absl::StatusOr<std::string> SpecFileText(const ParsedArgs& args) {
+  if (!args.Has("file")) return std::string();
+  return ReadSpecFile(args.Value("file"));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args) {
+  ASSIGN_OR_RETURN(std::string text, SpecFileText(args));
+  return SpecFrom(args, text, std::nullopt);
+}
+
+absl::StatusOr<std::vector<v1::JobSpec>> BuildArrayTasks(
+    const ParsedArgs& args, const ArrayIndexes& array) {
+  ASSIGN_OR_RETURN(std::string text, SpecFileText(args));
+  std::vector<v1::JobSpec> tasks;
+  tasks.reserve(array.indexes.size());
+  for (int32_t index : array.indexes) {
+    absl::StatusOr<v1::JobSpec> task = SpecFrom(args, text, index);
+    if (!task.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("array task ", index, ": ", task.status().message()));
+    tasks.push_back(*std::move(task));
+  }
+  return tasks;
 }
 
 }  // namespace tupa::client

@@ -7,9 +7,12 @@
 #ifndef TUPA_CLIENT_SPEC_OVERRIDES_H_
 #define TUPA_CLIENT_SPEC_OVERRIDES_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/args.h"
+#include "common/job_array.h"
 #include "tupa/v1/job.pb.h"
 
 namespace tupa::client {
@@ -28,6 +31,14 @@ absl::Status ApplySpecFlags(const ParsedArgs& args, v1::JobSpec& spec);
 // then ApplyJobSpecDefaults and ValidateJobSpec. A validation error about a
 // field that a flag set is reported as "--flag (field): ...".
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args);
+
+// BuildJobSpec for each task of a job array (`tupa submit --array`), in
+// the order of `array.indexes`: `{{index}}` is replaced by the task's
+// index in the file's text before it is parsed (so any value may use it,
+// e.g. `lr: "1e-{{index}}"`), and in the name, command words and env
+// values the flags set. Errors are prefixed "array task INDEX: ".
+absl::StatusOr<std::vector<v1::JobSpec>> BuildArrayTasks(
+    const ParsedArgs& args, const ArrayIndexes& array);
 
 }  // namespace tupa::client
 

@@ -24,6 +24,10 @@ void AddSubmitFlags(FlagSet& flags) {
       .AddValue("idempotency-key", "K",
                 "reuse to make a retried submit return the same job "
                 "(default: a fresh random key)")
+      .AddValue("array", "INDEXES",
+                "a job array: one task per index, in Slurm's syntax "
+                "(0-99%10: 100 tasks, at most 10 running); {{index}} in the "
+                "spec is replaced by each task's index")
       .AddBool("dry-run", "validate and print the spec; send nothing");
 }
 
@@ -34,13 +38,27 @@ absl::Status RunSubmit(CommandContext& context, const ParsedArgs& args) {
         "\" (put the command after --, e.g. tupa submit --gpus 1 -- python "
         "train.py)"));
   }
-  ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(args));
-  if (args.Bool("dry-run")) {
-    *context.out << ToJson(spec);
-    return absl::OkStatus();
-  }
   v1::SubmitJobRequest request;
-  *request.mutable_spec() = std::move(spec);
+  if (args.Has("array")) {
+    ASSIGN_OR_RETURN(ArrayIndexes array,
+                     ParseArrayIndexes(args.Value("array"), "--array"));
+    ASSIGN_OR_RETURN(std::vector<v1::JobSpec> tasks,
+                     BuildArrayTasks(args, array));
+    request.set_array(args.Value("array"));
+    for (v1::JobSpec& task : tasks)
+      *request.add_array_tasks() = std::move(task);
+    if (args.Bool("dry-run")) {
+      *context.out << ToJson(request);
+      return absl::OkStatus();
+    }
+  } else {
+    ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(args));
+    if (args.Bool("dry-run")) {
+      *context.out << ToJson(spec);
+      return absl::OkStatus();
+    }
+    *request.mutable_spec() = std::move(spec);
+  }
   if (args.Has("idempotency-key")) {
     RETURN_IF_ERROR(tupa::ValidateIdempotencyKey(args.Value("idempotency-key"),
                                                  "--idempotency-key"));
@@ -56,7 +74,17 @@ absl::Status RunSubmit(CommandContext& context, const ParsedArgs& args) {
     return connection.jobs().SubmitJob(call, request, &response);
   }));
   if (context.output == OutputFormat::kJson) {
-    *context.out << ToJson(response.job());
+    *context.out << (response.array_id() > 0 ? ToJson(response)
+                                             : ToJson(response.job()));
+  } else if (response.array_id() > 0) {
+    const int32_t limit = response.job().spec().array().max_running();
+    *context.out << "array " << response.array_id()
+                 << (response.created() ? " submitted: "
+                                        : " (existing, same idempotency key): ")
+                 << response.array_size() << " tasks"
+                 << (limit > 0 ? absl::StrCat(", at most ", limit, " running")
+                               : std::string())
+                 << " (tupa list --array " << response.array_id() << ")\n";
   } else if (response.created()) {
     *context.out << "job " << response.job().id() << " submitted\n";
   } else {

@@ -41,14 +41,33 @@ grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(
   // A token the cache does not hold costs one indexed lookup here, the only
   // wait on PostgreSQL outside the group commit.
   auto caller = auth_->Authenticate(*ctx);
-  absl::Status valid =
-      caller.ok() ? ValidateSubmitJobRequest(*req) : caller.status();
-  if (!valid.ok()) {
-    reactor->Finish(ToGrpcStatus(valid));
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;
   }
-  v1::JobSpec spec = req->spec();
-  ApplySubmitter(*caller, spec);
+  absl::StatusOr<SubmittedSpecs> resolved = ResolveSubmitJobRequest(*req);
+  if (!resolved.ok()) {
+    reactor->Finish(ToGrpcStatus(resolved.status()));
+    return reactor;
+  }
+  for (v1::JobSpec& spec : resolved->specs) ApplySubmitter(*caller, spec);
+  if (resolved->array) {
+    // Arrays are rare and whole: committed here, not by the group commit.
+    absl::StatusOr<ArraySubmitResult> array =
+        core_->SubmitArray(std::move(resolved->specs), *resolved->array,
+                           req->array(), req->idempotency_key());
+    if (!array.ok()) {
+      reactor->Finish(ToGrpcStatus(array.status()));
+      return reactor;
+    }
+    *resp->mutable_job() = std::move(array->tasks[0].job);
+    resp->set_created(array->created);
+    resp->set_array_id(array->array_id);
+    resp->set_array_size(static_cast<int32_t>(array->tasks.size()));
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  v1::JobSpec spec = std::move(resolved->specs[0]);
   core_->Submit(std::move(spec), req->idempotency_key(),
                 [reactor, resp](absl::StatusOr<SubmitResult> result) {
                   if (!result.ok()) {
@@ -86,6 +105,7 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* ctx,
   filter.user = req->user();
   filter.team = req->team();
   if (req->limit() > 0) filter.limit = req->limit();
+  filter.array_id = req->array_id();
   if (!ScopeJobFilter(*caller, filter)) return grpc::Status::OK;
   auto jobs = core_->ListJobs(filter);
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
@@ -113,6 +133,39 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* ctx,
   auto job = core_->CancelJob(req->id(), req->reason());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *resp = std::move(*job);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::CancelArray(grpc::ServerContext* ctx,
+                                         const v1::CancelArrayRequest* req,
+                                         v1::CancelArrayResponse* resp) {
+  auto caller = auth_->Authenticate(*ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (req->array_id() <= 0)
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("array_id: must be a positive id, got ", req->array_id()));
+  if (req->reason().size() > 1024)
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "reason: longer than 1024 bytes");
+  // The array's owner and size, from one of its tasks.
+  JobFilter filter;
+  filter.array_id = req->array_id();
+  filter.limit = 1;
+  auto tasks = core_->ListJobs(filter);
+  if (!tasks.ok()) return ToGrpcStatus(tasks.status());
+  if (tasks->empty() || !CanReadJob(*caller, (*tasks)[0].spec()))
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("array ", req->array_id(), " not found"));
+  const v1::JobSpec& spec = (*tasks)[0].spec();
+  if (!CanCancelJob(*caller, spec))
+    return ToGrpcStatus(PermissionDenied(
+        *caller,
+        absl::StrCat("array ", req->array_id(), " belongs to ", spec.user(),
+                     "; only its owner or an admin may cancel it")));
+  resp->set_array_id(req->array_id());
+  resp->set_size(spec.array().size());
+  resp->set_cancelled(core_->CancelArray(req->array_id(), req->reason()));
   return grpc::Status::OK;
 }
 

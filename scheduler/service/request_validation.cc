@@ -57,11 +57,64 @@ absl::Status ValidatePrincipalName(absl::string_view name,
   return absl::OkStatus();
 }
 
-absl::Status ValidateSubmitJobRequest(const v1::SubmitJobRequest& req) {
+absl::StatusOr<SubmittedSpecs> ResolveSubmitJobRequest(
+    const v1::SubmitJobRequest& req) {
   if (!req.idempotency_key().empty())  // none: every submit is new
     RETURN_IF_ERROR(
         ValidateIdempotencyKey(req.idempotency_key(), "idempotency_key"));
-  return ValidSpec(req.spec());
+  const bool yaml = !req.spec_yaml().empty();
+  if (yaml && req.has_spec())
+    return absl::InvalidArgumentError(
+        "spec_yaml: give either spec or spec_yaml, not both");
+  if (req.spec().has_array())
+    return absl::InvalidArgumentError(
+        "spec.array: set by the scheduler; submit an array with `array`");
+  SubmittedSpecs out;
+  if (req.array().empty()) {
+    if (req.array_tasks_size() > 0)
+      return absl::InvalidArgumentError("array_tasks: given without `array`");
+    if (yaml) {
+      ASSIGN_OR_RETURN(v1::JobSpec spec, ParseJobSpecYaml(req.spec_yaml()));
+      out.specs.push_back(std::move(spec));
+    } else {
+      out.specs.push_back(req.spec());
+    }
+    RETURN_IF_ERROR(ValidSpec(out.specs[0]));
+    return out;
+  }
+  ASSIGN_OR_RETURN(ArrayIndexes array, ParseArrayIndexes(req.array(), "array"));
+  const size_t size = array.indexes.size();
+  if (req.array_tasks_size() > 0 &&
+      static_cast<size_t>(req.array_tasks_size()) != size)
+    return absl::InvalidArgumentError(
+        absl::StrCat("array_tasks: ", req.array_tasks_size(), " specs for ",
+                     size, " indexes; send one per index, or none"));
+  out.specs.reserve(size);
+  for (size_t i = 0; i < size; ++i) {
+    const int32_t index = array.indexes[i];
+    absl::StatusOr<v1::JobSpec> task;
+    if (req.array_tasks_size() > 0) {
+      task = req.array_tasks(static_cast<int>(i));
+      if (task->has_array())
+        task = absl::InvalidArgumentError(
+            "spec.array: set by the scheduler, not the caller");
+    } else if (yaml) {
+      task = ParseJobSpecYaml(SubstituteArrayIndex(req.spec_yaml(), index));
+    } else {
+      task = SubstituteArrayIndex(req.spec(), index);
+    }
+    absl::Status valid = task.ok() ? ValidSpec(*task) : task.status();
+    if (!valid.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("array task ", index, ": ", valid.message()));
+    out.specs.push_back(*std::move(task));
+  }
+  out.array = std::move(array);
+  return out;
+}
+
+absl::Status ValidateSubmitJobRequest(const v1::SubmitJobRequest& req) {
+  return ResolveSubmitJobRequest(req).status();
 }
 
 absl::Status ValidateGetJobRequest(const v1::GetJobRequest& req) {
@@ -92,9 +145,9 @@ absl::Status ValidateStreamLogsRequest(const v1::StreamLogsRequest& req) {
 absl::Status ValidateCostReportRequest(const v1::CostReportRequest& req) {
   const std::string& g = req.group_by();
   if (!(g.empty() || g == "team" || g == "user" || g == "gpu-type" ||
-        g == "region" || g == "day" || g == "job"))
+        g == "region" || g == "day" || g == "job" || g == "array"))
     return absl::InvalidArgumentError(
-        "group_by: must be team, user, gpu-type, region, day or job");
+        "group_by: must be team, user, gpu-type, region, day, job or array");
   if (req.has_since()) {
     absl::Status s = ValidTimestamp(req.since(), "since");
     if (!s.ok()) return s;

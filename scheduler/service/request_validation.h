@@ -6,8 +6,13 @@
 #ifndef TUPA_SCHEDULER_SERVICE_REQUEST_VALIDATION_H_
 #define TUPA_SCHEDULER_SERVICE_REQUEST_VALIDATION_H_
 
+#include <optional>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/job_array.h"
 #include "tupa/v1/admin.pb.h"
 #include "tupa/v1/cluster.pb.h"
 #include "tupa/v1/job_service.pb.h"
@@ -16,6 +21,17 @@
 namespace tupa::scheduler {
 
 // JobService.
+// What a SubmitJob request asks to create: one spec, or one per array
+// index in the expression's order with `{{index}}` replaced (the array's
+// id and TUPA_ARRAY_* are set when it is stored). `spec_yaml`, when given,
+// is parsed here. Every spec is validated (defaults applied on a copy);
+// an array task's error is prefixed "array task INDEX: ".
+struct SubmittedSpecs {
+  std::vector<v1::JobSpec> specs;
+  std::optional<ArrayIndexes> array;  // set for an array
+};
+absl::StatusOr<SubmittedSpecs> ResolveSubmitJobRequest(
+    const v1::SubmitJobRequest& req);
 absl::Status ValidateSubmitJobRequest(const v1::SubmitJobRequest& req);
 absl::Status ValidateGetJobRequest(const v1::GetJobRequest& req);
 absl::Status ValidateListJobsRequest(const v1::ListJobsRequest& req);

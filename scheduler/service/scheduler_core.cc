@@ -36,6 +36,12 @@ absl::Status SchedulerCore::Start() {
   ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
   ASSIGN_OR_RETURN(std::vector<UptimeRecord> uptime, store_->LoadOpenUptime());
   ASSIGN_OR_RETURN(auto stopped_reasons, store_->LastShutdownReasons());
+  // tupa_cost_accrued_total resumes from what PostgreSQL holds: closed
+  // allocations here, open ones up to now below (AccrueRunningCost).
+  std::vector<CostTotal> closed_cost;
+  if (options_.pricing) {
+    ASSIGN_OR_RETURN(closed_cost, store_->ClosedCostTotals());
+  }
   std::vector<int64_t> job_ids;
   for (const v1::Job& j : jobs) job_ids.push_back(j.id());
   ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(job_ids));
@@ -143,6 +149,13 @@ absl::Status SchedulerCore::Start() {
       }
       AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
+    for (const CostTotal& t : closed_cost) {
+      auto amount = pricing::Money::FromString(t.cost);
+      if (amount.ok())
+        metrics_->AddCost(t.team, t.user, t.gpu_type, t.currency,
+                          amount->ToDouble());
+    }
+    AccrueRunningCost(now);
     ReconcileEndedNodes(ended);
     // A held job stays held across a restart. Checked once the open
     // allocations are back: the running jobs' cost so far counts against
@@ -254,6 +267,7 @@ void SchedulerCore::RunCycle() {
         std::max(absl::Milliseconds(500), 20 * last_gauges_took_)) {
       last_gauges_ = now;
       AccrueIdleCost(now);
+      AccrueRunningCost(now);
       gauges_from = absl::Now();
       gauges = GaugesView(now);
     }
@@ -361,11 +375,50 @@ JobRequest RequestOf(const v1::Job& job) {
   return r;
 }
 
+std::set<int64_t> SchedulerCore::HeldByArrayLimit() {
+  std::set<int64_t> held;
+  // Room left per array with a %N limit: N minus its tasks that hold or
+  // are about to hold resources (assigned, running, or still holding an
+  // allocation while they end or requeue).
+  std::map<int64_t, int> room;
+  for (const auto& [id, j] : jobs_) {
+    const v1::ArrayTask& array = j.job.spec().array();
+    if (array.max_running() > 0)
+      room.try_emplace(array.array_id(), array.max_running());
+  }
+  if (room.empty()) return held;
+  std::set<int64_t> allocated;
+  for (const auto& [key, a] : allocs_) allocated.insert(std::get<0>(key));
+  for (const auto& [id, j] : jobs_) {
+    auto r = room.find(j.job.spec().array().array_id());
+    if (r == room.end()) continue;
+    const v1::JobState s = j.job.state();
+    if (allocated.count(id) || (!j.terminal && (s == v1::JOB_STATE_ASSIGNED ||
+                                                s == v1::JOB_STATE_RUNNING)))
+      --r->second;
+  }
+  // The pending tasks beyond the room wait, lowest job id (index) first.
+  for (const auto& [id, j] : jobs_) {
+    auto r = room.find(j.job.spec().array().array_id());
+    if (r == room.end() || j.terminal ||
+        j.job.state() != v1::JOB_STATE_PENDING || allocated.count(id))
+      continue;
+    if (r->second > 0) {
+      --r->second;
+    } else {
+      held.insert(id);
+    }
+  }
+  return held;
+}
+
 std::vector<JobRequest> SchedulerCore::PendingRequests() {
   std::vector<JobRequest> pending;
+  const std::set<int64_t> held = HeldByArrayLimit();
   for (const auto& [id, j] : jobs_) {
     if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
-        j.pending_reason.empty() && j.waiting_reason.empty()) {
+        j.pending_reason.empty() && j.waiting_reason.empty() &&
+        !held.count(id)) {
       pending.push_back(RequestOf(j.job));
     }
   }
@@ -841,6 +894,44 @@ void SchedulerCore::Submit(v1::JobSpec spec, std::string idempotency_key,
                            AddSubmitted(result->job, held, result->created);
                          done(std::move(result));
                        });
+}
+
+absl::StatusOr<ArraySubmitResult> SchedulerCore::SubmitArray(
+    std::vector<v1::JobSpec> tasks, const ArrayIndexes& array,
+    const std::string& expression, const std::string& idempotency_key) {
+  std::vector<std::string> held(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    absl::StatusOr<std::string> admitted = Admit(tasks[i], idempotency_key);
+    if (!admitted.ok())
+      return absl::Status(admitted.status().code(),
+                          absl::StrCat("array task ", array.indexes[i], ": ",
+                                       admitted.status().message()));
+    held[i] = *std::move(admitted);
+  }
+  ASSIGN_OR_RETURN(ArraySubmitResult result,
+                   store_->SubmitArray(std::move(tasks), array, expression,
+                                       idempotency_key));
+  for (size_t i = 0; i < result.tasks.size(); ++i)
+    AddSubmitted(result.tasks[i].job, held[i], result.tasks[i].created);
+  return result;
+}
+
+int SchedulerCore::CancelArray(int64_t array_id, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  AwaitNoCommit();
+  TakeArrivals();
+  // FinishJob may drop a job from jobs_: collect first.
+  std::vector<int64_t> ids;
+  for (const auto& [id, job] : jobs_)
+    if (!job.terminal && job.job.spec().array().array_id() == array_id)
+      ids.push_back(id);
+  for (int64_t id : ids) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.terminal) continue;
+    FinishJob(it->second, v1::JOB_STATE_CANCELLED, 0,
+              reason.empty() ? "array cancelled by user" : reason);
+  }
+  return static_cast<int>(ids.size());
 }
 
 void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held,

@@ -103,6 +103,14 @@ class SchedulerCore {
   // a committer thread once the job is committed and in the view.
   void Submit(v1::JobSpec spec, std::string idempotency_key,
               SubmitBatcher::Done done);
+  // A job array (the specs of ResolveSubmitJobRequest, one per index):
+  // each task admitted like Submit, all stored in one statement
+  // (JobStore::SubmitArray), then queued. Blocks until committed.
+  absl::StatusOr<ArraySubmitResult> SubmitArray(
+      std::vector<v1::JobSpec> tasks, const ArrayIndexes& array,
+      const std::string& expression, const std::string& idempotency_key);
+  // Cancels the array's tasks that have not ended; returns how many.
+  int CancelArray(int64_t array_id, const std::string& reason);
   absl::StatusOr<v1::Job> GetJob(int64_t id);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(const JobFilter& filter);
   // FailedPrecondition when the job already ended.
@@ -163,6 +171,8 @@ class SchedulerCore {
     std::string gpu_type;
     std::optional<pricing::PriceEntry> price;  // from its worker
     std::string team;                          // of its job
+    // What tupa_cost_accrued_total has counted of it so far (AccrueCost).
+    pricing::Money accrued;
   };
 
   struct ActiveJob {
@@ -218,7 +228,12 @@ class SchedulerCore {
   void Schedule(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Placement's inputs from the view: the pending jobs it may start (not
   // held) and what runs now.
+  // Pending jobs placement may start now: not held (budget, start window,
+  // an array's %N limit).
   std::vector<JobRequest> PendingRequests() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pending tasks of job arrays that their %N limit holds back: an array
+  // with N tasks holding resources, or about to, starts no more.
+  std::set<int64_t> HeldByArrayLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<RunningJob> RunningJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The view's half of a committed assignment: allocations, ASSIGNED, and
   // an Assign to each node's worker.
@@ -375,6 +390,14 @@ class SchedulerCore {
   // tupa_idle_shutdown_saved_total what each worker the idle policy
   // stopped would have cost meanwhile.
   void AccrueIdleCost(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds to tupa_cost_accrued_total what each open, priced allocation cost
+  // since the last call, up to its worker's last contact (an allocation
+  // never ends before that, so the counter never runs ahead of the cost
+  // CloseAlloc records; it adds the rest).
+  void AccrueRunningCost(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds `amount` of `alloc` (job `job_id`) to tupa_cost_accrued_total.
+  void CountCost(int64_t job_id, const Alloc& alloc, pricing::Money amount)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends an allocation at `end`: prices it, records it (with the node's
   // exit code when its worker reported one), adds to its job. `recorded`
   // runs (under mu_) once the record is final: at once, or when a write

@@ -87,6 +87,31 @@ void SchedulerCore::AccrueIdleCost(absl::Time now) {
   }
 }
 
+void SchedulerCore::CountCost(int64_t job_id, const Alloc& alloc,
+                              Money amount) {
+  if (amount <= Money()) return;
+  auto j = jobs_.find(job_id);
+  metrics_->AddCost(j != jobs_.end() ? j->second.job.spec().team() : "",
+                    j != jobs_.end() ? j->second.job.spec().user() : "",
+                    alloc.gpu_type, options_.pricing->currency(),
+                    amount.ToDouble());
+}
+
+void SchedulerCore::AccrueRunningCost(absl::Time now) {
+  if (!options_.pricing) return;
+  for (auto& [key, a] : allocs_) {
+    if (!a.price) continue;
+    auto w = workers_.find(a.worker_id);
+    const absl::Time until =
+        w == workers_.end() ? a.started : std::min(now, w->second.last_seen);
+    if (until <= a.started) continue;
+    const Money so_far = CostOf(a, until);
+    if (so_far <= a.accrued) continue;
+    CountCost(std::get<0>(key), a, so_far - a.accrued);
+    a.accrued = so_far;
+  }
+}
+
 void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                                absl::Time end, std::optional<int32_t> exit_code,
                                std::function<void()> recorded) {
@@ -98,9 +123,12 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
     currency = options_.pricing->currency();
     auto j = jobs_.find(job_id);
     if (j != jobs_.end()) j->second.closed_cost += m;
-    metrics_->AddCost(j != jobs_.end() ? j->second.job.spec().team() : "",
-                      j != jobs_.end() ? j->second.job.spec().user() : "",
-                      alloc.gpu_type, currency, m.ToDouble());
+    // The counter has what AccrueRunningCost counted while it ran.
+    if (m < alloc.accrued)
+      LOG(WARNING) << "job " << job_id << " attempt " << attempt << " node "
+                   << node << ": tupa_cost_accrued_total counted "
+                   << alloc.accrued << ", more than its recorded cost " << m;
+    CountCost(job_id, alloc, m - alloc.accrued);
   }
   auto write = [store = store_, job_id = job_id, attempt = attempt, node = node,
                 end_ms = absl::ToUnixMillis(end), cost, currency, exit_code] {
@@ -468,6 +496,10 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
         k = a.gpu_type;
       else if (group_by == "region")
         k = a.region;
+      else if (group_by == "array")
+        k = spec && spec->array().array_id() > 0
+                ? absl::StrCat(spec->array().array_id())
+                : "";
       else if (!by_day)
         k = absl::StrCat(std::get<0>(key));
       pricing::UsageSpan span;

@@ -95,6 +95,14 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
                   absl::ToUnixMillis(job.waiting_until));
         return resp;
       }
+      if (spec.array().max_running() > 0 && HeldByArrayLimit().count(id)) {
+        resp.set_reason_code("ARRAY_LIMIT");
+        resp.set_message(absl::StrCat(
+            DescribeNeed(spec), "; array ", spec.array().array_id(),
+            " already runs ", spec.array().max_running(),
+            " tasks, its limit (%", spec.array().max_running(), ")"));
+        return resp;
+      }
       PendingInfo info;
       auto last = last_pending_.find(id);
       bool any_schedulable = false;

@@ -48,6 +48,9 @@ class JobServiceImpl final
                            v1::EstimateJobResponse* resp) override;
   grpc::Status WhyJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                       v1::WhyJobResponse* resp) override;
+  grpc::Status CancelArray(grpc::ServerContext* ctx,
+                           const v1::CancelArrayRequest* req,
+                           v1::CancelArrayResponse* resp) override;
 
  private:
   SchedulerCore* const core_;

@@ -233,9 +233,9 @@ absl::StatusOr<std::vector<v1::Job>> JobStore::ListJobs(const JobFilter& f) {
             absl::StrCat("SELECT ", kJobColumns,
                          " FROM jobs WHERE (cardinality($1::text[]) = 0 OR "
                          "state = ANY($1::text[])) AND ($2 = '' OR user_name = "
-                         "$2) AND ($3 = '' OR team = $3) ORDER BY id DESC "
-                         "LIMIT $4"),
-            state_array, f.user, f.team, limit);
+                         "$2) AND ($3 = '' OR team = $3) AND ($5 = 0 OR "
+                         "array_id = $5) ORDER BY id DESC LIMIT $4"),
+            state_array, f.user, f.team, limit, f.array_id);
         std::vector<v1::Job> jobs;
         for (const auto& row : r) jobs.push_back(RowToJob(row));
         return jobs;

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/job_array.h"
 #include "tupa/v1/cluster.pb.h"
 #include "tupa/v1/job.pb.h"
 
@@ -36,11 +37,19 @@ struct SubmitRequest {
   const std::string* idempotency_key;
 };
 
+// A job array as committed: its id and its tasks in index order.
+struct ArraySubmitResult {
+  int64_t array_id = 0;
+  std::vector<SubmitResult> tasks;
+  bool created = false;  // false: the key named an array already stored
+};
+
 struct JobFilter {
   std::vector<v1::JobState> states;
   std::string user;
   std::string team;
   int limit = 500;
+  int64_t array_id = 0;  // 0: any; else only this array's tasks
 };
 
 // A node of a job's current attempt whose allocation is closed.
@@ -88,6 +97,16 @@ struct JobUsage {
 struct CostGroup {
   std::string key;
   double gpu_seconds = 0;
+  std::string cost;  // decimal
+};
+
+// The money of closed allocations ever, per label set of
+// tupa_cost_accrued_total.
+struct CostTotal {
+  std::string team;
+  std::string user;
+  std::string gpu_type;
+  std::string currency;
   std::string cost;  // decimal
 };
 
@@ -141,6 +160,15 @@ class JobStore {
   // commit. Duplicate keys within the batch resolve to one job.
   absl::StatusOr<std::vector<SubmitResult>> SubmitJobs(
       const std::vector<SubmitRequest>& requests);
+
+  // A job array: draws its id, marks every task (MarkArrayTask: spec.array,
+  // TUPA_ARRAY_* env) and inserts all tasks in ONE statement, so they
+  // commit together or not at all. `tasks[i]` is the task of
+  // `array.indexes[i]`. With a non-empty key, task i is stored under
+  // "KEY#INDEX", and a retry returns the array stored the first time.
+  absl::StatusOr<ArraySubmitResult> SubmitArray(
+      std::vector<v1::JobSpec> tasks, const ArrayIndexes& array,
+      const std::string& expression, const std::string& idempotency_key);
 
   absl::StatusOr<v1::Job> GetJob(int64_t id);
   // Whether `user` stored a job under this idempotency key (keys are per
@@ -209,6 +237,9 @@ class JobStore {
   // one UTC day), grouped by `group_by` (team, user, gpu-type, region, day,
   // job). The closed ones that overlap the window otherwise are
   // CrossingAllocations, one row each.
+  // What every closed, priced allocation cost, summed per team, user, GPU
+  // type and currency: where a restarted scheduler's cost counter resumes.
+  absl::StatusOr<std::vector<CostTotal>> ClosedCostTotals();
   absl::StatusOr<std::vector<CostGroup>> CostByGroup(
       const std::string& group_by, int64_t since_ms, int64_t until_ms);
   absl::StatusOr<std::vector<UsageRow>> CrossingAllocations(

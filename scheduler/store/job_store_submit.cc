@@ -15,10 +15,10 @@
 namespace tupa::scheduler {
 namespace {
 
+using store_internal::ArrayLiteral;
 using store_internal::FromMillis;
 using store_internal::kJobColumns;
 using store_internal::RowToJob;
-using store_internal::ArrayLiteral;
 using store_internal::RunAutocommit;
 
 // Inserts every job of the batch (jobs_id_seq is the sequence of jobs.id,
@@ -35,12 +35,14 @@ constexpr char kInsertJobsName[] = "tupa_insert_jobs";
 constexpr char kInsertJobs[] =
     "WITH input AS MATERIALIZED ("
     "  SELECT nextval('jobs_id_seq') AS id, t.* FROM unnest($1::text[], "
-    "    $2::text[], $3::text[], $4::int[], $5::bytea[], $6::text[])"
-    "  WITH ORDINALITY AS t(name, user_name, team, priority, spec, key, ord)), "
+    "    $2::text[], $3::text[], $4::int[], $5::bytea[], $6::text[], "
+    "    $7::bigint[]) WITH ORDINALITY "
+    "    AS t(name, user_name, team, priority, spec, key, array_id, ord)), "
     "job AS (INSERT INTO jobs (id, name, user_name, team, priority, "
-    "  spec_proto, state, idempotency_key) "
+    "  spec_proto, state, idempotency_key, array_id) "
     "  SELECT id, name, user_name, team, priority, spec, 'PENDING', "
-    "    NULLIF(key, '') FROM input ORDER BY user_name, key, ord "
+    "    NULLIF(key, ''), NULLIF(array_id, 0) FROM input "
+    "  ORDER BY user_name, key, ord "
     "  ON CONFLICT (user_name, idempotency_key) "
     "  WHERE idempotency_key IS NOT NULL "
     "  DO NOTHING RETURNING id, created_at) "
@@ -63,7 +65,7 @@ absl::StatusOr<SubmitResult> JobStore::SubmitJob(const v1::JobSpec& spec,
 
 absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
     const std::vector<SubmitRequest>& requests) {
-  ArrayLiteral names, users, teams, priorities, specs, keys;
+  ArrayLiteral names, users, teams, priorities, specs, keys, arrays;
   for (const SubmitRequest& r : requests) {
     names.Add(r.spec->name());
     users.Add(r.spec->user());
@@ -71,6 +73,7 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
     priorities.Add(absl::StrCat(r.spec->priority()));
     specs.Add(HexBytea(r.spec->SerializeAsString()));
     keys.Add(*r.idempotency_key);
+    arrays.Add(absl::StrCat(r.spec->array().array_id()));
   }
   return RunAutocommit<std::vector<SubmitResult>>(
       Acquire(),
@@ -83,7 +86,7 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
         w.conn().prepare(kInsertJobsName, kInsertJobs);
         pqxx::result rows = w.exec_prepared(
             kInsertJobsName, names.Take(), users.Take(), teams.Take(),
-            priorities.Take(), specs.Take(), keys.Take());
+            priorities.Take(), specs.Take(), keys.Take(), arrays.Take());
         for (const auto& row : rows) {
           const size_t i = static_cast<size_t>(row[0].as<int64_t>() - 1);
           // The new job is built from the request rather than read back:
@@ -129,6 +132,33 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
         }
         return out;
       });
+}
+
+absl::StatusOr<ArraySubmitResult> JobStore::SubmitArray(
+    std::vector<v1::JobSpec> tasks, const ArrayIndexes& array,
+    const std::string& expression, const std::string& idempotency_key) {
+  if (tasks.empty() || tasks.size() != array.indexes.size())
+    return absl::InvalidArgumentError("array: one task per index is needed");
+  ASSIGN_OR_RETURN(
+      int64_t array_id,
+      RunAutocommit<int64_t>(
+          Acquire(), [&](pqxx::nontransaction& w) -> absl::StatusOr<int64_t> {
+            return w.exec1("SELECT nextval('jobs_id_seq')")[0].as<int64_t>();
+          }));
+  std::vector<std::string> keys(tasks.size());
+  std::vector<SubmitRequest> requests(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    MarkArrayTask(tasks[i], array_id, array.indexes[i], array, expression);
+    if (!idempotency_key.empty())
+      keys[i] = absl::StrCat(idempotency_key, "#", array.indexes[i]);
+    requests[i] = {&tasks[i], &keys[i]};
+  }
+  ArraySubmitResult out;
+  ASSIGN_OR_RETURN(out.tasks, SubmitJobs(requests));
+  out.created = out.tasks[0].created;
+  // A retry: the tasks are the first call's, and so is the array's id.
+  out.array_id = out.tasks[0].job.spec().array().array_id();
+  return out;
 }
 
 }  // namespace tupa::scheduler

@@ -27,8 +27,9 @@ absl::StatusOr<std::string> GroupExpression(const std::string& group_by) {
     return std::string(
         "to_char(a.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')");
   if (group_by == "job") return std::string("j.id::text");
+  if (group_by == "array") return std::string("COALESCE(j.array_id::text, '')");
   return absl::InvalidArgumentError(
-      "group_by: must be team, user, gpu-type, region, day or job");
+      "group_by: must be team, user, gpu-type, region, day, job or array");
 }
 
 }  // namespace
@@ -142,6 +143,28 @@ std::vector<UsageRow> ReadUsageRows(const pqxx::result& r) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<CostTotal>> JobStore::ClosedCostTotals() {
+  return RunTx<std::vector<CostTotal>>(
+      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<std::vector<CostTotal>> {
+        pqxx::result r = w.exec(
+            "SELECT j.team, j.user_name, a.gpu_type, a.currency, "
+            "sum(a.cost)::text FROM allocations a JOIN jobs j ON j.id = "
+            "a.job_id WHERE a.ended_at IS NOT NULL AND a.cost IS NOT NULL "
+            "GROUP BY 1, 2, 3, 4");
+        std::vector<CostTotal> out;
+        for (const auto& row : r) {
+          CostTotal t;
+          t.team = row[0].c_str();
+          t.user = row[1].c_str();
+          t.gpu_type = row[2].c_str();
+          t.currency = row[3].is_null() ? "" : row[3].c_str();
+          t.cost = row[4].c_str();
+          out.push_back(std::move(t));
+        }
+        return out;
+      });
+}
 
 absl::StatusOr<std::vector<CostGroup>> JobStore::CostByGroup(
     const std::string& group_by, int64_t since_ms, int64_t until_ms) {
