@@ -33,7 +33,7 @@ PoolStats Learned(absl::Duration gap, absl::Duration ago) {
 
 TEST(CostRuleTest, GapAverageFollowsThePickups) {
   PoolStats s = Learned(absl::Minutes(2), absl::ZeroDuration());
-  EXPECT_NEAR(s.mean_gap_s, 120, 1e-6);
+  EXPECT_NEAR(MeanGapSeconds(s), 120, 1e-3);
   EXPECT_EQ(s.pickups, 30);
   EXPECT_EQ(s.last_pickup, Now());
 }
@@ -48,7 +48,41 @@ TEST(CostRuleTest, KeepsWhileTheNextJobComesBeforeARestartPays) {
   CostJudgement j =
       JudgeByCost(Cost(), s, Worker("w"), 5, absl::ZeroDuration(), Now());
   EXPECT_FALSE(j.keep);
-  EXPECT_THAT(j.reason, HasSubstr("next job in ~10m"));
+  EXPECT_THAT(j.reason, HasSubstr("rank 5, next job within 10m"));
+}
+
+TEST(CostRuleTest, RemembersOnlyTheLastGaps) {
+  PoolStats s = Learned(absl::Hours(1), absl::ZeroDuration());
+  for (int i = 1; i <= kGapSamples; ++i)
+    RecordPickups(&s, 1, Now() + absl::Minutes(i));
+  EXPECT_NEAR(MeanGapSeconds(s), 60, 1e-3);
+  // Three pickups in one cycle share its gap.
+  RecordPickups(&s, 3, Now() + absl::Minutes(kGapSamples + 3));
+  EXPECT_EQ(s.gaps_s[(s.next_gap + kGapSamples - 1) % kGapSamples], 60);
+}
+
+// Jobs a minute apart, with an hour's lull after every fourth: the mean
+// wait (~13m) is longer than a restart (8m), but the next job comes within
+// a minute with p ~0.75, which pays; five minutes of silence mean a lull.
+TEST(CostRuleTest, SurvivalEstimateKeepsForTheLikelySoonJob) {
+  PoolStats s;
+  absl::Time t = Ago(absl::Hours(10));
+  RecordPickups(&s, 0, t);
+  for (int i = 0; i < 40; ++i) {
+    t += i % 4 == 3 ? absl::Hours(1) : absl::Minutes(1);
+    RecordPickups(&s, 1, t);
+  }
+  const absl::Time last = t;
+  CostJudgement now =
+      JudgeByCost(Cost(), s, Worker("w"), 1, absl::ZeroDuration(), last);
+  EXPECT_GT(now.expected_wait, absl::Minutes(8));
+  EXPECT_TRUE(now.keep) << now.reason;
+  EXPECT_EQ(now.horizon, absl::Minutes(1));
+  EXPECT_NEAR(now.p_job, 24.0 / 33, 1e-9);
+  CostJudgement lull = JudgeByCost(Cost(), s, Worker("w"), 1, absl::Minutes(5),
+                                   last + absl::Minutes(5));
+  EXPECT_FALSE(lull.keep) << lull.reason;
+  EXPECT_THAT(lull.reason, HasSubstr("silent 5m"));
 }
 
 TEST(CostRuleTest, APoolThatWentQuietStopsAfterTheBreakEven) {
@@ -104,7 +138,8 @@ TEST(CostRuleTest, DecideKeepsTheMostRecentlyIdleAndStopsTheRest) {
   EXPECT_EQ(d.verdicts[1].verdict, Verdict::kWarmPays);
   EXPECT_EQ(d.verdicts[0].verdict, Verdict::kShutdown);
   ASSERT_EQ(d.shutdowns.size(), 1u);
-  EXPECT_THAT(d.shutdowns[0].reason, HasSubstr("cost: next job in ~10m"));
+  EXPECT_THAT(d.shutdowns[0].reason,
+              HasSubstr("cost: rank 2, next job within 10m"));
 }
 
 TEST(CostRuleTest, IdleAfterCapsWhatTheRuleKeeps) {

@@ -1,6 +1,7 @@
 #include "scheduler/idle/decide.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -106,13 +107,11 @@ class WorkerPass {
             std::find(j.gpu_types.begin(), j.gpu_types.end(), type) !=
                 j.gpu_types.end()) {
           ++pickups_[pool];
-          pickup_gpus_[pool] += std::max(1, j.gpus_per_node);
         }
       }
     }
     for (const std::string& pool : pools_seen_)
-      RecordPickups(&d_->state.pools[pool], pickups_[pool], now_,
-                    pickup_gpus_[pool]);
+      RecordPickups(&d_->state.pools[pool], pickups_[pool], now_);
   }
 
   bool InGrace(const std::string& id) const {
@@ -140,10 +139,7 @@ class WorkerPass {
     if (w.state == WorkerInfo::State::kUp) ++live_up_[pool];
     pools_seen_.insert(pool);
     if (auto busy = BusyReason(w, p_.activity_threshold)) {
-      if (prev_.idle_since.count(w.id)) {
-        ++pickups_[pool];
-        pickup_gpus_[pool] += std::max(1, w.gpus_total - w.gpus_free);
-      }
+      if (prev_.idle_since.count(w.id)) ++pickups_[pool];
       d_->state.busy_at[w.id] = now_;
       CancelGrace(w.id, absl::StrCat(*busy, " during the shutdown grace"));
       Set(i, p_.enabled ? Verdict::kBusy : Verdict::kDisabled, *busy,
@@ -176,11 +172,11 @@ class WorkerPass {
       return;
     }
     const absl::Duration up = now_ - std::min(w.joined_at, now_);
-    if (up < p_.min_uptime) {
+    if (up < p_.MinUptime()) {
       CancelGrace(w.id, "min_uptime not reached during the shutdown grace");
       Set(i, Verdict::kMinUptime,
           absl::StrCat("min_uptime: up ", HumanDuration(up), " of ",
-                       HumanDuration(p_.min_uptime)),
+                       HumanDuration(p_.MinUptime())),
           idle);
       return;
     }
@@ -284,9 +280,8 @@ class WorkerPass {
   Decisions* d_;
   std::map<std::string, int> live_up_;  // pool -> UP workers not stopping
   std::map<std::string, std::vector<Candidate>> candidates_;
-  std::set<std::string> pools_seen_;           // pools of live workers
-  std::map<std::string, int> pickups_;         // pool -> pickups this cycle
-  std::map<std::string, double> pickup_gpus_;  // pool -> their GPUs
+  std::set<std::string> pools_seen_;    // pools of live workers
+  std::map<std::string, int> pickups_;  // pool -> pickups this cycle
 };
 
 }  // namespace

@@ -127,6 +127,7 @@ absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
   if (n["min_uptime"]) {
     ASSIGN_OR_RETURN(p->min_uptime,
                      Duration(n["min_uptime"], s + ".min_uptime"));
+    p->min_uptime_given = true;
   }
   if (n["grace"]) {
     ASSIGN_OR_RETURN(p->grace, Duration(n["grace"], s + ".grace"));
@@ -182,6 +183,11 @@ int IdleShutdownPolicy::KeepWarm(const std::string& pool) const {
   if (it != keep_warm_by_pool.end()) return it->second;
   if (kind == Kind::kCost && !keep_warm_given) return 0;
   return keep_warm_default;
+}
+
+absl::Duration IdleShutdownPolicy::MinUptime() const {
+  if (kind == Kind::kCost && !min_uptime_given) return absl::ZeroDuration();
+  return min_uptime;
 }
 
 absl::Duration IdleShutdownPolicy::MaxIdle() const {

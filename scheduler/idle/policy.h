@@ -7,7 +7,8 @@
 //     activity_threshold: 0.05   # in [0, 1]
 //     keep_warm: 1               # per pool, or {default: 1, pool: 2};
 //                                # timer: 1, cost: 0 unless given
-//     min_uptime: 5m             # never stop a worker that joined recently
+//     min_uptime: 5m             # never stop a worker that joined recently;
+//                                # cost: 0 unless given
 //     grace: 0s                  # announce, then stop if still idle after
 //     boot_time: 3m              # cost: restart request to taking jobs
 //     billing_minimum: 0s        # cost: least time billed per restart
@@ -42,15 +43,17 @@ std::string PoolKey(absl::string_view region, absl::string_view gpu_type);
 struct IdleShutdownPolicy {
   // kCost (the default): the cost rule of cost_rule.h decides when an idle
   // worker stops and how many stay warm; idle_after is then only the
-  // longest it keeps one idle (1h unless given) and keep_warm a floor (0
-  // unless given). kTimer: stop after idle_after, keep keep_warm (1 unless
-  // given) per pool.
+  // longest it keeps one idle (1h unless given), keep_warm a floor (0
+  // unless given) and min_uptime 0 unless given (the rule prices a
+  // restart itself, billing_minimum included). kTimer: stop after idle_after,
+  // keep keep_warm (1 unless given) per pool.
   enum class Kind { kCost, kTimer };
   bool enabled = false;
   Kind kind = Kind::kCost;
   absl::Duration idle_after = absl::Minutes(10);
   bool idle_after_given = false;
   bool keep_warm_given = false;
+  bool min_uptime_given = false;
   // Cost rule: how long a stopped worker takes from the restart request to
   // taking jobs, and the least time a cloud bills for a restart.
   absl::Duration boot_time = absl::Minutes(3);
@@ -64,6 +67,8 @@ struct IdleShutdownPolicy {
 
   // The warm minimum of `pool` (a PoolKey).
   int KeepWarm(const std::string& pool) const;
+  // The least time up before a worker may be stopped.
+  absl::Duration MinUptime() const;
   // The idle time after which a worker is stopped whatever else holds.
   absl::Duration MaxIdle() const;
 };

@@ -84,6 +84,18 @@ TEST(ParseIdlePolicyTest, CostRuleTakesOldKnobsAsBounds) {
   EXPECT_EQ(p->idle_shutdown.billing_minimum, absl::Minutes(1));
 }
 
+TEST(ParseIdlePolicyTest, MinUptimeUnderTheCostRuleIsZeroUnlessGiven) {
+  auto cost = ParseIdlePolicyYaml("idle_shutdown: {policy: cost}\n");
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_EQ(cost->idle_shutdown.MinUptime(), absl::ZeroDuration());
+  auto given = ParseIdlePolicyYaml("idle_shutdown: {min_uptime: 7m}\n");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->idle_shutdown.MinUptime(), absl::Minutes(7));
+  auto timer = ParseIdlePolicyYaml("idle_shutdown: {policy: timer}\n");
+  ASSERT_TRUE(timer.ok()) << timer.status();
+  EXPECT_EQ(timer->idle_shutdown.MinUptime(), absl::Minutes(5));
+}
+
 TEST(ParseIdlePolicyTest, UnknownPolicyKindIsInvalid) {
   auto p = ParseIdlePolicyYaml("idle_shutdown: {policy: magic}\n");
   ASSERT_FALSE(p.ok());

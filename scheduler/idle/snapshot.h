@@ -5,6 +5,8 @@
 #ifndef TUPA_SCHEDULER_IDLE_SNAPSHOT_H_
 #define TUPA_SCHEDULER_IDLE_SNAPSHOT_H_
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -83,6 +85,9 @@ struct Snapshot {
   std::vector<RunningJob> running;
 };
 
+// How many of its most recent gaps between pickups a pool remembers.
+inline constexpr int kGapSamples = 32;
+
 // What the cost rule (cost_rule.h) has learned about one pool (region x
 // GPU type) from what it has seen: "pickups" are jobs that came to an idle
 // worker of the pool or found none there (a pending job that fits no live
@@ -90,9 +95,16 @@ struct Snapshot {
 struct PoolStats {
   absl::Time first_seen = absl::InfinitePast();
   absl::Time last_pickup = absl::InfinitePast();  // InfinitePast: none yet
-  double mean_gap_s = 0;     // moving average of the time between pickups
-  double mean_job_gpus = 0;  // moving average of the GPUs a pickup took
+  // The last min(pickups, kGapSamples) gaps between pickups, in seconds, a
+  // ring whose next write goes to gaps_s[next_gap]: the pool's empirical
+  // distribution of gaps (a survival estimate of its next arrival).
+  std::array<float, kGapSamples> gaps_s{};
+  int next_gap = 0;
   int64_t pickups = 0;
+
+  int gap_count() const {
+    return static_cast<int>(std::min<int64_t>(pickups, kGapSamples));
+  }
 };
 
 // What Decide() remembers between cycles. The caller keeps the value

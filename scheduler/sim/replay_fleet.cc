@@ -181,7 +181,7 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     } else if (v.verdict == idle::Verdict::kMinUptime) {
       const NodeState& n = nodes_[index_.at(v.worker_id)];
       soonest = std::min(
-          soonest, At(n.up_since_ms) + policy.idle_shutdown.min_uptime - now);
+          soonest, At(n.up_since_ms) + policy.idle_shutdown.MinUptime() - now);
     } else if (v.verdict == idle::Verdict::kWarmPays) {
       // The rule's answer changes as the pool's silence grows.
       soonest = std::min(soonest, options_.decide_every);
