@@ -131,6 +131,12 @@ class ClusterState {
                                      const SearchFilter& filter) const;
   std::optional<NodeChoice> ByClass(const Demand& demand,
                                     const SearchFilter& filter) const;
+  // kFgd: FGD's Kubernetes scheduler (cluster_state_fgd.cc). Every node
+  // that passes is scored, not one per class; a share takes the device
+  // with the best score, the lowest index on ties; among top-scored nodes
+  // the first in the node list wins.
+  std::optional<NodeChoice> ByClassFgd(const Demand& demand,
+                                       const SearchFilter& filter) const;
   // Scores the options of placing `demand` on pool `p` (in class `c`) and
   // updates best/choice when one beats `best`.
   void ScorePool(const Demand& demand, int p, const Class& c, Score* best,
@@ -152,7 +158,7 @@ class ClusterState {
   std::vector<std::vector<int>> by_type_;  // slot -> non-empty class ids
   double cpu_norm_ = 1, gpu_norm_ = 1, mem_norm_ = 1;
   int64_t total_gpu_milli_ = 0, free_gpu_milli_ = 0;
-  // kFgd, kBestFitK8s: xorshift64 state of the random tie-break (a fixed
+  // kBestFitK8s: xorshift64 state of the random tie-break (a fixed
   // seed: a run is reproducible).
   mutable uint64_t tie_state_ = 0x9E3779B97F4A7C15ull;
   double NextTieDraw() const;
