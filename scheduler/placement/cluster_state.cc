@@ -363,8 +363,8 @@ std::optional<NodeChoice> ClusterState::FindNode(
     const Demand& demand, const SearchFilter& filter) const {
   if (demand.count > 0 && demand.types == 0) return std::nullopt;
   if (policy_ == Policy::kFirstFit) return FirstFit(demand, filter);
-  if (policy_ == Policy::kFgd && !frag_.empty()) {
-    return ByClassFgd(demand, filter);
+  if (UsesRequestMix(policy_) && !frag_.empty()) {
+    return ByMember(demand, filter);
   }
   return ByClass(demand, filter);
 }

@@ -131,12 +131,11 @@ class ClusterState {
                                      const SearchFilter& filter) const;
   std::optional<NodeChoice> ByClass(const Demand& demand,
                                     const SearchFilter& filter) const;
-  // kFgd: FGD's Kubernetes scheduler (cluster_state_fgd.cc). Every node
-  // that passes is scored, not one per class; a share takes the device
-  // with the best score, the lowest index on ties; among top-scored nodes
-  // the first in the node list wins.
-  std::optional<NodeChoice> ByClassFgd(const Demand& demand,
-                                       const SearchFilter& filter) const;
+  // kFgd, kTupa (with a request mix): every node that passes is scored,
+  // not one per class; a share takes its node's best device, the lowest
+  // index on ties; ties between nodes by policy (cluster_state_members.cc).
+  std::optional<NodeChoice> ByMember(const Demand& demand,
+                                     const SearchFilter& filter) const;
   // Scores the options of placing `demand` on pool `p` (in class `c`) and
   // updates best/choice when one beats `best`.
   void ScorePool(const Demand& demand, int p, const Class& c, Score* best,

@@ -1,6 +1,7 @@
 #include "scheduler/placement/frag.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -45,8 +46,12 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
                    [](const Shape& a, const Shape& b) {
                      return a.demand.milli < b.demand.milli;
                    });
-  for (const Shape& s : shapes_) shape_cpu_.push_back(s.demand.cpu_milli);
+  for (const Shape& s : shapes_) {
+    shape_cpu_.push_back(s.demand.cpu_milli);
+    shape_memory_.push_back(s.demand.memory);
+  }
   std::sort(shape_cpu_.begin(), shape_cpu_.end());
+  std::sort(shape_memory_.begin(), shape_memory_.end());
   const int types = std::min<int>(type_supply.size(), 64);
   int64_t supply_total = 0;
   for (int t = 0; t < types; ++t) supply_total += type_supply[t];
@@ -106,6 +111,23 @@ int FragModel::CpuBracket(int64_t cpu_free) const {
   return static_cast<int>(
       std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free) -
       shape_cpu_.begin());
+}
+
+int64_t FragModel::NextCpuBoundary(int64_t cpu_free, int64_t taken) const {
+  int64_t next = INT64_MAX;
+  auto before =
+      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free);
+  if (before != shape_cpu_.end()) next = *before;
+  auto after =
+      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free - taken);
+  if (after != shape_cpu_.end()) next = std::min(next, *after + taken);
+  return next;
+}
+
+int FragModel::MemoryBracket(int64_t memory_free) const {
+  return static_cast<int>(std::upper_bound(shape_memory_.begin(),
+                                           shape_memory_.end(), memory_free) -
+                          shape_memory_.begin());
 }
 
 std::vector<FragModel::Shape> FgdTypicalShapes(

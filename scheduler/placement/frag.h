@@ -63,10 +63,16 @@ class FragModel {
   // in the same bracket get the same Frag() when the shapes ask for no
   // memory (FgdTypicalShapes).
   int CpuBracket(int64_t cpu_free) const;
+  // The least free CPU above `cpu_free` at which CpuBracket(free CPU) or
+  // CpuBracket(free CPU - `taken`) changes; INT64_MAX when neither does.
+  int64_t NextCpuBoundary(int64_t cpu_free, int64_t taken) const;
+  // The same for memory (0 for every node when no shape asks for memory).
+  int MemoryBracket(int64_t memory_free) const;
 
  private:
-  std::vector<Shape> shapes_;       // sorted by demand.milli ascending
-  std::vector<int64_t> shape_cpu_;  // the shapes' cpu_milli, ascending
+  std::vector<Shape> shapes_;          // sorted by demand.milli ascending
+  std::vector<int64_t> shape_cpu_;     // the shapes' cpu_milli, ascending
+  std::vector<int64_t> shape_memory_;  // the shapes' memory, ascending
   // Per type id: the weight with which a pool's whole free capacity counts
   // as fragment for the shapes that reject its type.
   std::vector<double> reject_weight_;
