@@ -10,8 +10,9 @@
 //     cluster_state.cc) rounds: dropping it packs 0.33 points worse on
 //     openb's gpushare40 list (docs/benchmarks.md).
 // The kTupa policy places a job where this expectation grows least, on
-// FGD's integer 0..100 scale (FragScore in cluster_state.cc), ties by best
-// fit.
+// FGD's integer 0..100 scale (FragScore below), scoring every node
+// (cluster_state_members.cc); ties go to the least free GPU for a share or
+// a job without GPUs, to the best fit for whole GPUs.
 //
 // Type pressure (tupa's change to FGD). In FGD the shapes that do not
 // accept a pool's GPU type count all its free capacity as fragment, with
