@@ -17,19 +17,6 @@ int64_t ToMilli(double v) { return std::llround(v * 1000.0); }
 // Ascending insertion after one element changed; n <= a few dozen.
 void Resort(std::vector<int>* v) { std::sort(v->begin(), v->end()); }
 
-// FGD's node score for a fragmentation change of `delta` milli-GPU, negated
-// so that lower is better: the Kubernetes framework's 0..100 integer score
-// of sigmoid(-delta / 1 GPU), as the FGD scheduler plugin computes it. The
-// truncation makes changes closer than one point (about 0.04 GPU near 0)
-// ties, which best fit then breaks; scoring the raw delta instead lets
-// negligible differences in expected fragmentation override a much better
-// fit, and packs worse on every openb pod list (docs/benchmarks.md).
-double FragScore(double delta) {
-  constexpr double kMaxNodeScore = 100;
-  return -std::floor(kMaxNodeScore /
-                     (1 + std::exp(delta / static_cast<double>(kMilliPerGpu))));
-}
-
 }  // namespace
 
 bool ClusterState::Score::Better(const Score& o) const {
@@ -155,8 +142,12 @@ void ClusterState::SetRequestMix(const std::vector<RequestShape>& mix,
     if (pool.type_id < 0 || !nodes_[pool.node].schedulable) continue;
     for (int c : pool.capacity) supply[pool.type_id] += c;
   }
-  // Plain FGD counts a rejected type by shape weight alone.
-  if (policy_ == Policy::kFgd) supply.clear();
+  if (policy_ == Policy::kFgd) {
+    // Plain FGD: its own typical pods, and a rejected type counted by shape
+    // weight alone.
+    frag_ = FragModel(FgdTypicalShapes(shapes, kFgdTypicalCoverage), 0, {});
+    return;
+  }
   frag_ = FragModel(std::move(shapes), max_shapes, supply);
 }
 
@@ -371,8 +362,11 @@ NodeChoice ClusterState::MakeChoice(const Demand& demand, int p,
 std::optional<NodeChoice> ClusterState::FindNode(
     const Demand& demand, const SearchFilter& filter) const {
   if (demand.count > 0 && demand.types == 0) return std::nullopt;
-  return policy_ == Policy::kFirstFit ? FirstFit(demand, filter)
-                                      : ByClass(demand, filter);
+  if (policy_ == Policy::kFirstFit) return FirstFit(demand, filter);
+  if (UsesRequestMix(policy_) && !frag_.empty()) {
+    return ByMember(demand, filter);
+  }
+  return ByClass(demand, filter);
 }
 
 std::optional<NodeChoice> ClusterState::FirstFit(

@@ -131,6 +131,11 @@ class ClusterState {
                                      const SearchFilter& filter) const;
   std::optional<NodeChoice> ByClass(const Demand& demand,
                                     const SearchFilter& filter) const;
+  // kFgd, kTupa (with a request mix): every node that passes is scored,
+  // not one per class; a share takes its node's best device, the lowest
+  // index on ties; ties between nodes by policy (cluster_state_members.cc).
+  std::optional<NodeChoice> ByMember(const Demand& demand,
+                                     const SearchFilter& filter) const;
   // Scores the options of placing `demand` on pool `p` (in class `c`) and
   // updates best/choice when one beats `best`.
   void ScorePool(const Demand& demand, int p, const Class& c, Score* best,
@@ -152,7 +157,7 @@ class ClusterState {
   std::vector<std::vector<int>> by_type_;  // slot -> non-empty class ids
   double cpu_norm_ = 1, gpu_norm_ = 1, mem_norm_ = 1;
   int64_t total_gpu_milli_ = 0, free_gpu_milli_ = 0;
-  // kFgd, kBestFitK8s: xorshift64 state of the random tie-break (a fixed
+  // kBestFitK8s: xorshift64 state of the random tie-break (a fixed
   // seed: a run is reproducible).
   mutable uint64_t tie_state_ = 0x9E3779B97F4A7C15ull;
   double NextTieDraw() const;

@@ -1,6 +1,8 @@
 #include "scheduler/placement/frag.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -44,6 +46,12 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
                    [](const Shape& a, const Shape& b) {
                      return a.demand.milli < b.demand.milli;
                    });
+  for (const Shape& s : shapes_) {
+    shape_cpu_.push_back(s.demand.cpu_milli);
+    shape_memory_.push_back(s.demand.memory);
+  }
+  std::sort(shape_cpu_.begin(), shape_cpu_.end());
+  std::sort(shape_memory_.begin(), shape_memory_.end());
   const int types = std::min<int>(type_supply.size(), 64);
   int64_t supply_total = 0;
   for (int t = 0; t < types; ++t) supply_total += type_supply[t];
@@ -91,6 +99,73 @@ double FragModel::Frag(const int* sorted_free, int n, int type_id,
   }
   return frag + (no_gpu_weight_ + reject_weight_[type_id]) *
                     static_cast<double>(total);
+}
+
+double FragScore(double delta) {
+  constexpr double kMaxNodeScore = 100;
+  return -std::floor(kMaxNodeScore /
+                     (1 + std::exp(delta / static_cast<double>(kMilliPerGpu))));
+}
+
+int FragModel::CpuBracket(int64_t cpu_free) const {
+  return static_cast<int>(
+      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free) -
+      shape_cpu_.begin());
+}
+
+int64_t FragModel::NextCpuBoundary(int64_t cpu_free, int64_t taken) const {
+  int64_t next = INT64_MAX;
+  auto before =
+      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free);
+  if (before != shape_cpu_.end()) next = *before;
+  auto after =
+      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free - taken);
+  if (after != shape_cpu_.end()) next = std::min(next, *after + taken);
+  return next;
+}
+
+int FragModel::MemoryBracket(int64_t memory_free) const {
+  return static_cast<int>(std::upper_bound(shape_memory_.begin(),
+                                           shape_memory_.end(), memory_free) -
+                          shape_memory_.begin());
+}
+
+std::vector<FragModel::Shape> FgdTypicalShapes(
+    const std::vector<FragModel::Shape>& shapes, double coverage) {
+  std::map<std::tuple<int64_t, int, int, uint64_t>, double> merged;
+  double total = 0;
+  for (const FragModel::Shape& s : shapes) {
+    if (s.weight <= 0) continue;
+    const Demand& d = s.demand;
+    const bool gpu = d.milli > 0 && d.count > 0;
+    merged[{d.cpu_milli, gpu ? d.milli : 0, gpu ? d.count : 0, d.types}] +=
+        s.weight;
+    total += s.weight;
+  }
+  std::vector<FragModel::Shape> out;
+  for (const auto& [key, weight] : merged) {
+    FragModel::Shape s;
+    std::tie(s.demand.cpu_milli, s.demand.milli, s.demand.count,
+             s.demand.types) = key;
+    s.weight = weight;
+    out.push_back(s);
+  }
+  // Most frequent first; equal counts in the FGD simulator's reverse order
+  // of (CPU, GPU share, GPU count): the larger first.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const FragModel::Shape& a, const FragModel::Shape& b) {
+                     if (a.weight != b.weight) return a.weight > b.weight;
+                     const Demand &x = a.demand, &y = b.demand;
+                     return std::tie(x.cpu_milli, x.milli, x.count) >
+                            std::tie(y.cpu_milli, y.milli, y.count);
+                   });
+  double covered = 0;
+  size_t keep = 0;
+  while (keep < out.size() && covered < coverage * total) {
+    covered += out[keep++].weight;
+  }
+  out.resize(keep);
+  return out;
 }
 
 }  // namespace tupa::scheduler

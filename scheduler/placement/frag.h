@@ -10,8 +10,9 @@
 //     cluster_state.cc) rounds: dropping it packs 0.33 points worse on
 //     openb's gpushare40 list (docs/benchmarks.md).
 // The kTupa policy places a job where this expectation grows least, on
-// FGD's integer 0..100 scale (FragScore in cluster_state.cc), ties by best
-// fit.
+// FGD's integer 0..100 scale (FragScore below), scoring every node
+// (cluster_state_members.cc); ties go to the least free GPU for a share or
+// a job without GPUs, to the best fit for whole GPUs.
 //
 // Type pressure (tupa's change to FGD). In FGD the shapes that do not
 // accept a pool's GPU type count all its free capacity as fragment, with
@@ -58,13 +59,47 @@ class FragModel {
   double Frag(const int* sorted_free, int n, int type_id, int64_t cpu_free,
               int64_t memory_free) const;
 
+  // How many GPU shapes ask for at most `cpu_free` milli-CPU. Two nodes of
+  // the same GPU state whose free CPU (before and after a placement) falls
+  // in the same bracket get the same Frag() when the shapes ask for no
+  // memory (FgdTypicalShapes).
+  int CpuBracket(int64_t cpu_free) const;
+  // The least free CPU above `cpu_free` at which CpuBracket(free CPU) or
+  // CpuBracket(free CPU - `taken`) changes; INT64_MAX when neither does.
+  int64_t NextCpuBoundary(int64_t cpu_free, int64_t taken) const;
+  // The same for memory (0 for every node when no shape asks for memory).
+  int MemoryBracket(int64_t memory_free) const;
+
  private:
-  std::vector<Shape> shapes_;  // sorted by demand.milli ascending
+  std::vector<Shape> shapes_;          // sorted by demand.milli ascending
+  std::vector<int64_t> shape_cpu_;     // the shapes' cpu_milli, ascending
+  std::vector<int64_t> shape_memory_;  // the shapes' memory, ascending
   // Per type id: the weight with which a pool's whole free capacity counts
   // as fragment for the shapes that reject its type.
   std::vector<double> reject_weight_;
   double no_gpu_weight_ = 0;  // weight of the shapes that ask for no GPU
 };
+
+// FGD's node score for a fragmentation change of `delta` milli-GPU, negated
+// so that lower is better: the Kubernetes framework's 0..100 integer score
+// of sigmoid(-delta / 1 GPU), as the FGD scheduler plugin computes it. The
+// truncation makes changes closer than one point (about 0.04 GPU near 0)
+// ties, which best fit then breaks; scoring the raw delta instead lets
+// negligible differences in expected fragmentation override a much better
+// fit, and packs worse on every openb pod list (docs/benchmarks.md).
+double FragScore(double delta);
+
+// The share of the request mix FGD's typical pods cover (the FGD
+// simulator's podPopularityThreshold in its experiments).
+inline constexpr double kFgdTypicalCoverage = 0.95;
+
+// FGD's typical pods as the FGD simulator's experiments configure them
+// (GetTypicalPods in its pkg/utils/frag.go, podPopularityThreshold 95,
+// isInvolvedCpuPods true): a shape is CPU, GPU share, GPU count and type
+// (no memory), and the most frequent shapes are kept until they cover
+// `coverage` of the weight. Used by the kFgd policy only.
+std::vector<FragModel::Shape> FgdTypicalShapes(
+    const std::vector<FragModel::Shape>& shapes, double coverage);
 
 }  // namespace tupa::scheduler
 

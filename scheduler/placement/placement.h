@@ -106,9 +106,10 @@ struct RequestShape {
 struct PlacementOptions {
   // kFirstFit, kBestFit and kTupa are the scheduler's. kFgd and
   // kBestFitK8s are the FGD paper's FGD and BestFit as its Kubernetes
-  // simulator runs them (integer 0..100 node score, a random choice among
-  // the top-scored nodes; plain FGD has no type pressure), kept so that
-  // tupa-sim compares against them in the same simulator.
+  // simulator runs them (integer 0..100 node score; ties to the first node
+  // in the list for kFgd, cluster_state_fgd.cc, a random choice for
+  // kBestFitK8s; plain FGD has no type pressure), kept so that tupa-sim
+  // compares against them in the same simulator.
   enum class Policy { kFirstFit, kBestFit, kTupa, kFgd, kBestFitK8s };
   Policy policy = Policy::kTupa;
   bool backfill = true;
