@@ -152,7 +152,7 @@ void ExpectMatchesOneRank(int tensor) {
     const double got = Num(outs[0][step], "loss");
     worst = std::max(worst, std::fabs(got - want) / std::fabs(want));
     // Same samples, same global batch: only fp32 summation order differs.
-    EXPECT_NEAR(got, want, 1e-4 * std::fabs(want)) << "step " << step;
+    EXPECT_NEAR(got, want, 1e-5 * std::fabs(want)) << "step " << step;
     for (int r = 1; r < 4; ++r) {
       EXPECT_EQ(outs[r][step]["loss"], outs[0][step]["loss"]);
       EXPECT_EQ(outs[r][step]["layout"], absl::StrCat(tensor, "x", data));
@@ -173,7 +173,7 @@ void ExpectMatchesOneRank(int tensor) {
   for (size_t i = 0; i < want.size(); ++i) {
     const double diff = std::fabs(got[i] - want[i]);
     worst_param = std::max(worst_param, diff);
-    ASSERT_LE(diff, 1e-4 * std::fabs(want[i]) + 2e-5) << "parameter " << i;
+    ASSERT_LE(diff, 1e-4 * std::fabs(want[i]) + 1e-5) << "parameter " << i;
   }
   std::cerr << "worst gathered-parameter difference " << worst_param << "\n";
 
