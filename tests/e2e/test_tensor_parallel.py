@@ -12,7 +12,7 @@ import unittest
 
 from cluster import Cluster
 
-EPOCHS = 6
+EPOCHS = 8
 
 SPEC = """
 name: tp-fashion
