@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one script to run on a GPU machine (docs/gpu.md). Builds only what it
 # needs, runs the CUDA-vs-CPU tests, compares bf16/fp16 loss curves with
-# fp32, and measures GEMM and wide-MLP throughput. Every figure is one JSON
+# fp32, measures GEMM and wide-MLP throughput, and (with >= 2 GPUs) runs
+# tensor parallelism T=2 against one rank. Every figure is one JSON
 # line on stdout and in $OUT/results.jsonl; logs land in $OUT.
 # Budget: < 8 minutes on an H200 with 16 cores, build included.
 #
@@ -169,6 +170,58 @@ else:
                       "tflops": round(tflops, 1),
                       "fraction_of_peak": round(tflops / 989, 3),
                       "peak_tflops": 989}))
+PY
+fi
+
+# ---- tensor parallelism (issue 18): T=2 on two devices vs one rank ----------
+# A tensor-parallel group needs one device per rank (NCCL will not put two
+# ranks of one communicator on one device): with a single GPU this says so.
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ $HAVE_TRAIN = 1 ] && [ "${NGPU:-0}" -lt 2 ]; then
+  emit "{\"check\": \"tensor_parallel\", \"skipped\": true, \"gpus\": ${NGPU:-0}, \"reason\": \"needs >= 2 GPUs: NCCL puts one rank of a communicator per device\"}"
+elif [ $HAVE_TRAIN = 1 ]; then
+  write_spec "$OUT/tp.yaml" "[1024, 8192, 8192, 10]" 1024 fp32 200
+  timeout 120 "$BUILD/bin/tupa-train" -f "$OUT/tp.yaml" --backend cuda \
+    --json --log-every 1 >"$OUT/tp_ref.jsonl" 2>"$OUT/tp_ref.log"
+  PORT=$((29500 + RANDOM % 1000))
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+      MASTER_PORT=$PORT timeout 180 "$BUILD/bin/tupa-train" -f "$OUT/tp.yaml" \
+      --backend cuda --tensor-parallel 2 --json --log-every 1 \
+      >"$OUT/tp_rank$r.jsonl" 2>"$OUT/tp_rank$r.log" &
+  done
+  wait
+  python3 - "$OUT" <<'PY' | tee -a "$RESULTS"
+import json, sys
+out = sys.argv[1]
+def read(name):
+    steps, summary = [], None
+    for line in open(f"{out}/{name}.jsonl"):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if d.get("summary"):
+            summary = d
+        elif "loss" in d:
+            steps.append(float(d["loss"]))
+    return steps, summary
+try:
+    ref, rs = read("tp_ref")
+    tp, ts = read("tp_rank0")
+    n = min(len(ref), len(tp))
+    worst = max(abs(a - b) / abs(b) for a, b in zip(tp[:n], ref[:n])) if n else None
+    print(json.dumps({"check": "tensor_parallel", "layout": ts and ts.get("layout"),
+                      "steps": n, "worst_rel_loss_diff": worst,
+                      "ok": n == 200 and worst is not None and worst < 1e-3,
+                      "param_bytes_1rank": rs and rs.get("param_bytes"),
+                      "param_bytes_tp2": ts and ts.get("param_bytes"),
+                      "step_ms_1rank": rs and rs.get("step_ms_median"),
+                      "step_ms_tp2": ts and ts.get("step_ms_median"),
+                      "tp_allreduces_forward": ts and ts.get("tp_allreduces_forward"),
+                      "tp_allreduces_backward": ts and ts.get("tp_allreduces_backward")}))
+except Exception as e:  # Report rather than lose the other figures.
+    print(json.dumps({"check": "tensor_parallel", "ok": False, "error": str(e)}))
 PY
 fi
 

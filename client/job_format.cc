@@ -56,6 +56,8 @@ std::string TrainLine(const v1::TrainSpec& t) {
   absl::StrAppend(&s, ", ", t.optimizer().name(), " lr ",
                   absl::StrFormat("%g", t.optimizer().lr()), ", ",
                   t.precision());
+  if (t.parallel().tensor() > 1)
+    absl::StrAppend(&s, ", tensor parallel ", t.parallel().tensor());
   return s;
 }
 
@@ -68,6 +70,11 @@ std::string ProgressLine(const v1::Progress& p, absl::Time now) {
   if (p.test_accuracy() > 0)
     absl::StrAppend(&s, ", test accuracy ",
                     absl::StrFormat("%.2f%%", 100 * p.test_accuracy()));
+  if (!p.layout().empty())
+    absl::StrAppend(&s, ", layout ", p.layout(), " (TP x DP)");
+  if (p.param_bytes_per_rank() > 0)
+    absl::StrAppend(&s, ", ", HumanMemory(p.param_bytes_per_rank()),
+                    " parameters+optimizer per rank");
   if (p.has_updated_at())
     absl::StrAppend(&s, " (", HumanAgo(ToTime(p.updated_at()), now), ")");
   return s;

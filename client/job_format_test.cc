@@ -183,6 +183,24 @@ TEST(JobFormatTest, DetailsIncludePlacementsProgressAndExitCode) {
   EXPECT_NE(text.find("worker-2"), std::string::npos) << text;
 }
 
+TEST(JobFormatTest, DetailsShowTheTensorParallelLayoutAndRankMemory) {
+  v1::Job job;
+  job.set_id(4);
+  job.set_state(v1::JOB_STATE_RUNNING);
+  auto* train = job.mutable_spec()->mutable_train();
+  train->mutable_model()->set_type("mlp");
+  train->mutable_parallel()->set_tensor(2);
+  job.mutable_progress()->set_step(10);
+  job.mutable_progress()->set_layout("2x2");
+  job.mutable_progress()->set_param_bytes_per_rank(int64_t{3} << 20);
+  const std::string text = RenderJobDetails(job, kNow);
+  EXPECT_NE(text.find("tensor parallel 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("layout 2x2 (TP x DP), 3Mi parameters+optimizer per "
+                      "rank"),
+            std::string::npos)
+      << text;
+}
+
 TEST(WorkerFormatTest, WorkersTableShowsAllocationTypesAndJobs) {
   v1::Worker w;
   w.set_id("worker-1");

@@ -39,6 +39,7 @@ constexpr std::pair<absl::string_view, absl::string_view> kFieldFlags[] = {
     {"start_window", "start-window"},
     {"deadline", "deadline"},
     {"launch", "launch"},
+    {"train.parallel.tensor", "tensor-parallel"},
 };
 
 absl::Status FlagError(absl::string_view flag, absl::string_view what) {
@@ -181,7 +182,10 @@ void AddSpecFlags(FlagSet& flags) {
                 "finish by T (RFC 3339, or a duration from now such as 8h)")
       .AddValue("retries", "N", "requeues after worker loss")
       .AddRepeated("env", "K=V", "environment variable for every rank")
-      .AddValue("launch", "MODE", "per-gpu (default) or per-node");
+      .AddValue("launch", "MODE", "per-gpu (default) or per-node")
+      .AddValue("tensor-parallel", "T",
+                "train: split layer pairs over T ranks of a node "
+                "(train.parallel.tensor)");
 }
 
 absl::Status ApplySpecFlags(const ParsedArgs& args, v1::JobSpec& spec) {
@@ -245,6 +249,14 @@ absl::Status ApplySpecFlags(const ParsedArgs& args, v1::JobSpec& spec) {
     for (const std::string& word : args.after_separator())
       spec.add_command(word);
     spec.clear_train();
+  }
+  if (args.Has("tensor-parallel")) {
+    ASSIGN_OR_RETURN(int32_t v, IntFlag(args, "tensor-parallel"));
+    if (!spec.has_train())
+      return FlagError("tensor-parallel",
+                       "is for jobs with a train: section (the built-in "
+                       "trainer)");
+    spec.mutable_train()->mutable_parallel()->set_tensor(v);
   }
   return absl::OkStatus();
 }

@@ -19,7 +19,7 @@ namespace tupa::client {
 
 // Declares the spec flags (--name --team --priority --gpus --nodes
 // --gpu-type --cpu --memory --max-runtime --max-cost --retries --env
-// --launch) and -f/--file on `flags`.
+// --launch --tensor-parallel) and -f/--file on `flags`.
 void AddSpecFlags(FlagSet& flags);
 
 // Applies the spec flags given in `args` to `spec`, and the words after

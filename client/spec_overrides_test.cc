@@ -115,6 +115,27 @@ TEST_F(SpecOverridesTest, FlagsAloneBuildACommandJob) {
   EXPECT_EQ(spec->command_size(), 2);
 }
 
+TEST_F(SpecOverridesTest, TensorParallelFlagSetsTrainParallel) {
+  std::ofstream(path_) << "name: tp\nresources: {gpus: 2, nodes: 2}\n"
+                          "train: {model: {layers: [784, 512, 10]}, "
+                          "data: {format: synthetic}}\n";
+  auto spec = Build({"-f", path_, "--tensor-parallel", "2"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->train().parallel().tensor(), 2);
+  // 2 GPUs per node run 2 ranks: a group of 4 cannot fit on one node.
+  auto four = Build({"-f", path_, "--tensor-parallel", "4"});
+  ASSERT_FALSE(four.ok());
+  EXPECT_TRUE(absl::StartsWith(
+      four.status().message(),
+      "--tensor-parallel (train.parallel.tensor): 4 does not divide the 2"))
+      << four.status();
+  auto command = Build({"--tensor-parallel", "2", "--", "echo", "hi"});
+  ASSERT_FALSE(command.ok());
+  EXPECT_TRUE(absl::StartsWith(command.status().message(),
+                               "--tensor-parallel: is for jobs with a train:"))
+      << command.status();
+}
+
 TEST_F(SpecOverridesTest, RangeErrorsNameTheFlagAndTheField) {
   auto spec = Build({"-f", path_, "--gpus", "2000"});
   ASSERT_FALSE(spec.ok());

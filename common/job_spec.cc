@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
+#include "common/train_parallel_spec.h"
 
 namespace tupa {
 namespace {
@@ -189,7 +190,7 @@ absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
   RETURN_IF_ERROR(CheckKeys(
       n, p,
       {"model", "data", "batch_size", "epochs", "optimizer", "precision",
-       "checkpoint_every", "steps", "seed", "log_every"}));
+       "checkpoint_every", "steps", "seed", "log_every", "parallel"}));
   if (n["model"]) {
     Path mp = Join(p, "model");
     RETURN_IF_ERROR(ExpectMap(n["model"], mp));
@@ -232,6 +233,9 @@ absl::Status ParseTrain(const YAML::Node& n, const Path& p, v1::TrainSpec* t) {
       t->mutable_data()->set_test_samples(v);
     }
   }
+  if (n["parallel"])
+    RETURN_IF_ERROR(ParseTrainParallel(n["parallel"], Join(p, "parallel"),
+                                       t->mutable_parallel()));
   if (n["optimizer"])
     RETURN_IF_ERROR(ParseOptimizer(n["optimizer"], Join(p, "optimizer"),
                                    t->mutable_optimizer()));
@@ -636,6 +640,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
         o.schedule() != "cosine")
       return FieldError("train.optimizer.schedule",
                         "must be constant or cosine");
+    RETURN_IF_ERROR(ValidateTrainParallel(t, RanksPerNode(spec)));
   }
   return absl::OkStatus();
 }

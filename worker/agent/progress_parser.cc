@@ -33,6 +33,15 @@ std::vector<v1::Progress> ExtractProgress(std::string& buffer,
     if (num("epoch", &v)) p.set_epoch(static_cast<int32_t>(v));
     if (num("loss", &v) || num("final_loss", &v)) p.set_loss(v);
     if (num("samples_per_s", &v)) p.set_samples_per_s(v);
+    // Tensor-parallel x data-parallel layout and per-rank parameter memory
+    // (tupa-train, DESIGN §7).
+    if (auto it = f.find("layout");
+        it != f.end() && it->second.has_string_value()) {
+      p.set_layout(it->second.string_value());
+    }
+    if (num("param_bytes", &v)) {
+      p.set_param_bytes_per_rank(static_cast<int64_t>(v));
+    }
     if (num("test_accuracy", &v)) {
       p.set_test_accuracy(v);
       any = true;

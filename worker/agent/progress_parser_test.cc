@@ -30,5 +30,15 @@ TEST(ExtractProgress, SummaryCarriesTestAccuracy) {
   EXPECT_DOUBLE_EQ(p[0].test_accuracy(), 0.889);
 }
 
+TEST(ExtractProgress, CarriesTheParallelLayoutAndParameterMemory) {
+  std::string buffer;
+  auto p = ExtractProgress(buffer,
+                           "{\"step\": 5, \"epoch\": 0, \"loss\": 1.5, "
+                           "\"layout\": \"2x2\", \"param_bytes\": 4194304}\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].layout(), "2x2");
+  EXPECT_EQ(p[0].param_bytes_per_rank(), 4194304);
+}
+
 }  // namespace
 }  // namespace tupa::worker

@@ -21,6 +21,12 @@
 //   issued before it and the caller must not touch the buffer until
 //   WaitAllReduces() returns; compute issued after WaitAllReduces() sees
 //   the reduced values.
+// - Groups (tensor parallelism, DESIGN §7): with tensor_parallel T, ranks
+//   r = g*T + t form tensor-parallel group g (T adjacent ranks, one node)
+//   and data-parallel group t (ranks t, t + T, t + 2T, ...). Gradient
+//   all-reduces and broadcasts run over the rank's data-parallel group
+//   (the world when T = 1); TensorAllReduceSum and TensorSumOnHost over its
+//   tensor-parallel group.
 // - Errors are returned as absl::Status; no exceptions escape. A failed
 //   collective (a peer died) is Unavailable and leaves the backend unusable.
 // - Not thread-safe: one Backend per rank, used from one thread.
@@ -81,6 +87,19 @@ struct CollectiveOptions {
   std::string bind_address = "127.0.0.1";
   // How long rendezvous and each collective may take before failing.
   absl::Duration timeout = absl::Seconds(300);
+  // Ranks per tensor-parallel group (see "Groups" above); divides the
+  // world size.
+  int tensor_parallel = 1;
+};
+
+// Collectives a backend has issued since it was created, by group (only
+// real ones: a group of one rank issues none). The trainer reports them
+// and tests assert them (one forward and one backward tensor all-reduce
+// per column/row pair per step).
+struct CollectiveCounts {
+  int64_t tensor_allreduces = 0;  // TensorAllReduceSum + TensorSumOnHost
+  int64_t data_allreduces = 0;    // AllReduceSumAsync
+  int64_t broadcasts = 0;
 };
 
 class Backend {
@@ -125,7 +144,7 @@ class Backend {
   virtual absl::Status OnParamsUpdated(const float* params, size_t n) = 0;
 
   // y[batch, out] = x[batch, in] · w[out, in]ᵀ + b[out], then ReLU when
-  // `relu`. x and y must not alias.
+  // `relu`. x and y must not alias. b may be nullptr (no bias).
   virtual absl::Status LinearForward(const void* x, const float* w,
                                      const float* b, int batch, int in, int out,
                                      bool relu, void* y) = 0;
@@ -138,6 +157,11 @@ class Backend {
                                       const void* y, void* dy, int batch,
                                       int in, int out, bool relu, float* dw,
                                       float* db, void* dx) = 0;
+
+  // In place: y[batch, out] += b[out], then ReLU when `relu` (the bias and
+  // activation of a row-parallel layer, after its all-reduce).
+  virtual absl::Status BiasActivation(void* y, const float* b, int batch,
+                                      int out, bool relu) = 0;
 
   // Softmax cross-entropy over logits[batch, classes] and labels[batch].
   // Writes dlogits = (softmax(logits) - onehot(label)) * grad_scale (may
@@ -165,22 +189,37 @@ class Backend {
                                const SgdHyper& hyper) = 0;
 
   // ---- Collectives -----------------------------------------------------
-  // Connects this rank to the other world_size - 1 (a no-op for one rank).
-  // Every rank calls it once, before any collective, with a store shared by
-  // all ranks (`store` must outlive the call only). Unavailable/
-  // DeadlineExceeded when peers do not show up.
+  // Connects this rank to the other world_size - 1 (a no-op for one rank),
+  // building its tensor- and data-parallel groups (options.tensor_parallel)
+  // from the one store. Every rank calls it once, before any collective,
+  // with a store shared by all ranks (`store` must outlive the call only).
+  // Unavailable/DeadlineExceeded when peers do not show up;
+  // InvalidArgument when tensor_parallel does not divide world_size.
   virtual absl::Status InitCollectives(KvStore& store, int rank, int world_size,
                                        const CollectiveOptions& options) = 0;
-  // Starts an in-place sum of data[0, n) (fp32, device) across ranks.
-  // Ordered after previously issued compute; reductions complete in issue
-  // order. Do not touch `data` until WaitAllReduces() returns.
+  // Starts an in-place sum of data[0, n) (fp32, device) across the ranks of
+  // this rank's data-parallel group. Ordered after previously issued
+  // compute; reductions complete in issue order. Do not touch `data` until
+  // WaitAllReduces() returns.
   virtual absl::Status AllReduceSumAsync(float* data, size_t n) = 0;
   // Waits until every started all-reduce has finished (CUDA: makes the
   // compute stream wait for them). Returns the first error.
   virtual absl::Status WaitAllReduces() = 0;
-  // Copies `bytes` of device memory from rank `root` to all ranks
-  // (synchronous).
+  // Copies `bytes` of device memory from the rank whose index in this
+  // rank's data-parallel group is `root` to the others (synchronous).
   virtual absl::Status Broadcast(void* data, size_t bytes, int root) = 0;
+  // In-place sum of data[0, n) of the activation type across this rank's
+  // tensor-parallel group, ordered after issued compute and before compute
+  // issued later (the Megatron "g"/"f" all-reduces). No-op when T = 1.
+  virtual absl::Status TensorAllReduceSum(void* data, size_t n) = 0;
+  // The sum of `value` over this rank's tensor-parallel group, on the host
+  // (blocks; `value` itself when T = 1). For gradient norms.
+  virtual absl::StatusOr<double> TensorSumOnHost(double value) = 0;
+
+  const CollectiveCounts& collective_counts() const { return counts_; }
+
+ protected:
+  CollectiveCounts counts_;  // implementations count what they issue
 };
 
 enum class BackendKind { kCpu, kCuda };

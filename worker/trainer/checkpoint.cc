@@ -255,4 +255,55 @@ ReadNewestGoodCheckpoint(const std::string& dir) {
   return std::nullopt;
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, CheckpointState>>>
+ReadGoodCheckpoints(const std::string& dir) {
+  std::vector<std::pair<std::string, CheckpointState>> out;
+  auto all = ListCheckpoints(dir);
+  absl::Status newest_error;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    absl::StatusOr<CheckpointState> state = ReadCheckpoint(it->second);
+    if (state.ok()) {
+      out.emplace_back(it->second, *std::move(state));
+      continue;
+    }
+    if (!absl::IsDataLoss(state.status())) return state.status();
+    if (newest_error.ok()) newest_error = state.status();
+  }
+  if (out.empty() && !newest_error.ok()) return newest_error;
+  return out;
+}
+
+std::string ShardCheckpointDir(const std::string& dir, int tp_rank,
+                               int tensor) {
+  if (tensor <= 1) return dir;
+  return absl::StrFormat("%s/tensor-%d-of-%d", dir, tp_rank, tensor);
+}
+
+absl::Status CheckCheckpointTensorLayout(const std::string& dir, int tensor) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    int found = 0;
+    if (absl::StartsWith(name, "ckpt-") && absl::EndsWith(name, ".bin")) {
+      found = 1;
+    } else if (absl::StartsWith(name, "tensor-") && entry.is_directory(ec)) {
+      const size_t of = name.rfind("-of-");
+      if (of == std::string::npos ||
+          !absl::SimpleAtoi(name.substr(of + 4), &found)) {
+        continue;
+      }
+      if (ListCheckpoints(entry.path().string()).empty()) continue;
+    } else {
+      continue;
+    }
+    if (found != tensor) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, " holds checkpoints written with train.parallel.tensor ", found,
+          "; this run has ", tensor,
+          " (resharding to another degree is not supported)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tupa::trainer

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,24 @@ absl::StatusOr<CheckpointState> ReadCheckpoint(const std::string& path);
 // every one is corrupt.
 absl::StatusOr<std::optional<std::pair<std::string, CheckpointState>>>
 ReadNewestGoodCheckpoint(const std::string& dir);
+
+// Every checkpoint in `dir` that reads back whole, newest first (corrupt
+// ones skipped). Empty when there is none; DataLoss when every one is
+// corrupt.
+absl::StatusOr<std::vector<std::pair<std::string, CheckpointState>>>
+ReadGoodCheckpoints(const std::string& dir);
+
+// Tensor parallelism (DESIGN §7): with train.parallel.tensor T > 1 each
+// rank of the first data-parallel group writes its shard, in the standard
+// format (params and optimizer state are the shard's), under
+// `dir`/tensor-<t>-of-<T>/ (t = tensor-parallel rank). T = 1: `dir` itself.
+std::string ShardCheckpointDir(const std::string& dir, int tp_rank, int tensor);
+
+// FailedPrecondition naming train.parallel.tensor when `dir` holds
+// checkpoints written under another tensor-parallel degree than `tensor`
+// (resharding is not supported); OK when it holds none or only matching
+// ones.
+absl::Status CheckCheckpointTensorLayout(const std::string& dir, int tensor);
 
 }  // namespace tupa::trainer
 

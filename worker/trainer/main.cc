@@ -2,7 +2,8 @@
 //
 //   tupa-train -f job.yaml [--steps N] [--epochs E] [--log-every K] [--json]
 //              [--checkpoint-dir D] [--backend auto|cpu|cuda]
-//              [--param-checksum] [--log-all-ranks]
+//              [--param-checksum] [--log-all-ranks] [--tensor-parallel T]
+//              [--dump-params PREFIX]
 //
 // Multi-rank exactly like torchrun: RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT (defaults: one rank); LOCAL_WORLD_SIZE (ranks on
@@ -19,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -33,7 +35,8 @@ constexpr char kUsage[] =
     "usage: tupa-train -f job.yaml [--steps N] [--epochs E] [--log-every K]\n"
     "                  [--json] [--checkpoint-dir D] [--backend "
     "auto|cpu|cuda]\n"
-    "                  [--param-checksum] [--log-all-ranks]\n";
+    "                  [--param-checksum] [--log-all-ranks]\n"
+    "                  [--tensor-parallel T] [--dump-params PREFIX]\n";
 
 struct Flags {
   std::string file;
@@ -46,6 +49,8 @@ struct Flags {
   std::string checkpoint_dir;
   bool checkpoint_dir_set = false;
   std::string backend = "auto";
+  int tensor_parallel = 0;  // 0: the spec's train.parallel.tensor
+  std::string dump_params;
 };
 
 bool ParseFlags(int argc, char** argv, Flags& f, std::string& error) {
@@ -91,6 +96,14 @@ bool ParseFlags(int argc, char** argv, Flags& f, std::string& error) {
     } else if (arg == "--checkpoint-dir") {
       if (!next(f.checkpoint_dir)) return false;
       f.checkpoint_dir_set = true;
+    } else if (arg == "--tensor-parallel") {
+      if (!next(v) || !absl::SimpleAtoi(v, &f.tensor_parallel) ||
+          f.tensor_parallel <= 0) {
+        error = "--tensor-parallel wants a positive integer";
+        return false;
+      }
+    } else if (arg == "--dump-params") {
+      if (!next(f.dump_params)) return false;
     } else if (arg == "--backend") {
       if (!next(f.backend)) return false;
       if (f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda") {
@@ -179,12 +192,30 @@ int main(int argc, char** argv) {
     std::cerr << "tupa-train: " << flags.file << " has no train: section\n";
     return 2;
   }
+  if (flags.tensor_parallel > 0) {
+    spec->mutable_train()->mutable_parallel()->set_tensor(
+        flags.tensor_parallel);
+  }
+  // Run by hand (no resources in the spec), the ranks per node are those
+  // started on this machine, as torchrun says (LOCAL_WORLD_SIZE).
+  if (spec->resources().gpus() == 0) {
+    const absl::StatusOr<int> local = EnvInt("LOCAL_WORLD_SIZE", 0, 1, 1 << 20);
+    const absl::StatusOr<int> world = EnvInt("WORLD_SIZE", 1, 1, 1 << 20);
+    if (local.ok() && world.ok()) {
+      spec->mutable_resources()->set_gpus(*local > 0 ? *local : *world);
+    }
+  }
   // The scheduler's own checks, so a spec run by hand is judged as it would
   // be when submitted (a bad lr is an error, not silently replaced).
   tupa::ApplyJobSpecDefaults(*spec);
   if (absl::Status valid = tupa::ValidateJobSpec(*spec); !valid.ok()) {
-    std::cerr << "tupa-train: " << flags.file << ": " << valid.message()
-              << "\n";
+    std::cerr
+        << "tupa-train: " << flags.file << ": "
+        << (flags.tensor_parallel > 0 &&
+                    absl::StartsWith(valid.message(), "train.parallel.tensor")
+                ? absl::StrCat("--tensor-parallel (", valid.message(), ")")
+                : std::string(valid.message()))
+        << "\n";
     return 2;
   }
   absl::StatusOr<tupa::trainer::TrainConfig> config =
@@ -241,6 +272,7 @@ int main(int argc, char** argv) {
   }
   options.json = flags.json;
   options.param_checksum = flags.param_checksum;
+  options.dump_params = flags.dump_params;
   options.log_all_ranks = flags.log_all_ranks;
 
   absl::StatusOr<tupa::trainer::RunSummary> summary =
@@ -261,16 +293,23 @@ int main(int argc, char** argv) {
           "\"step_ms_median\": %.3f, \"samples_per_s\": %.1f, "
           "\"final_loss\": %.9g, \"test_accuracy\": %s, "
           "\"resumed_from_step\": %d, \"train_seconds\": %.3f, "
-          "\"rank\": %d}\n",
+          "\"rank\": %d, \"layout\": \"%dx%d\", \"param_bytes\": %d, "
+          "\"steps_run\": %d, \"tp_allreduces\": %d, "
+          "\"tp_allreduces_forward\": %d, \"tp_allreduces_backward\": %d, "
+          "\"dp_allreduces\": %d, \"dp_buckets\": %d}\n",
           s.world_size, s.steps, s.step_ms_median, s.samples_per_s,
-          s.final_loss, acc, s.resumed_from_step, s.train_seconds,
-          options.rank);
+          s.final_loss, acc, s.resumed_from_step, s.train_seconds, options.rank,
+          s.tensor_parallel, s.data_parallel, s.param_bytes, s.steps_run,
+          s.tp_allreduces, s.tp_allreduces_forward, s.tp_allreduces_backward,
+          s.dp_allreduces, s.dp_buckets);
     } else {
       std::cout << absl::StrFormat(
-          "done: %d steps on %d rank(s), median step %.3f ms, %.0f "
+          "done: %d steps on %d rank(s) (layout %dx%d TPxDP, %.1f MiB of "
+          "parameters + optimizer per rank), median step %.3f ms, %.0f "
           "samples/s, final loss %.6f, test accuracy %s, %.1f s "
           "(resumed from step %d)\n",
-          s.steps, s.world_size, s.step_ms_median, s.samples_per_s,
+          s.steps, s.world_size, s.tensor_parallel, s.data_parallel,
+          s.param_bytes / 1048576.0, s.step_ms_median, s.samples_per_s,
           s.final_loss, acc, s.train_seconds, s.resumed_from_step);
     }
   }

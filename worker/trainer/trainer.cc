@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <utility>
@@ -16,9 +18,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/checkpoint_fence.h"
 #include "common/status_macros.h"
+#include "common/train_parallel_spec.h"
 #include "worker/trainer/checkpoint.h"
 #include "worker/trainer/cpu/cpu_backend.h"
 #include "worker/trainer/grad_buckets.h"
@@ -104,9 +108,20 @@ class Run {
   absl::Status Evaluate();
   absl::StatusOr<double> ReadLoss();
   absl::StatusOr<uint64_t> ParamChecksum();
+  absl::Status RestoreShards(std::optional<CheckpointState>& ckpt);
+  absl::StatusOr<double> GradSquaredNorm();
   bool Logs() const { return options_.rank == 0 || options_.log_all_ranks; }
+  // Tensor-parallel groups are adjacent ranks (backend.h "Groups").
+  int tensor() const { return config_.tensor_parallel; }
+  int tp_rank() const { return options_.rank % tensor(); }
+  int dp_rank() const { return options_.rank / tensor(); }
+  int dp_size() const { return options_.world_size / tensor(); }
+  std::string Layout() const { return absl::StrCat(tensor(), "x", dp_size()); }
+  std::string ShardDir() const {
+    return ShardCheckpointDir(options_.checkpoint_dir, tp_rank(), tensor());
+  }
   int64_t global_batch() const {
-    return static_cast<int64_t>(config_.batch_size) * options_.world_size;
+    return static_cast<int64_t>(config_.batch_size) * dp_size();
   }
 
   const TrainConfig& config_;
@@ -126,6 +141,7 @@ class Run {
   int64_t start_step_ = 0;
   int64_t optimizer_steps_ = 0;
   double last_loss_ = 0.0;
+  int64_t param_bytes_ = 0;
   RunSummary summary_;
 };
 
@@ -134,6 +150,12 @@ absl::Status Run::Setup() {
                                          options_.local_rank));
   if (backend_->name() == "cpu" && options_.cpu_threads > 0) {
     SetBlasThreads(options_.cpu_threads);
+  }
+  if (config_.tensor_parallel < 1 ||
+      options_.world_size % config_.tensor_parallel != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("train.parallel.tensor: ", config_.tensor_parallel,
+                     " does not divide WORLD_SIZE ", options_.world_size));
   }
   if (options_.world_size > 1) {
     if (options_.rank == 0) {
@@ -146,29 +168,35 @@ absl::Status Run::Setup() {
     CollectiveOptions copts;
     copts.bind_address = LocalAddressFacing(options_.master_addr);
     copts.timeout = options_.timeout;
+    copts.tensor_parallel = tensor();
     RETURN_IF_ERROR(backend_->InitCollectives(*store_, options_.rank,
                                               options_.world_size, copts));
   }
   const std::vector<int>& w = config_.widths;
   ASSIGN_OR_RETURN(data_,
                    LoadData(config_.data, w.front(), w.back(), config_.seed));
-  sampler_ = std::make_unique<ShardSampler>(data_->train.size(), options_.rank,
-                                            options_.world_size,
-                                            config_.batch_size, config_.seed);
+  // Every rank of a tensor-parallel group reads the same batch: the epoch
+  // is sharded over the data-parallel replicas only.
+  sampler_ =
+      std::make_unique<ShardSampler>(data_->train.size(), dp_rank(), dp_size(),
+                                     config_.batch_size, config_.seed);
   if (sampler_->steps_per_epoch() == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size: ", config_.batch_size, " x world size ",
-                     options_.world_size, " exceeds the ", data_->train.size(),
-                     " training samples"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_size: ", config_.batch_size, " x data-parallel ", dp_size(),
+        " exceeds the ", data_->train.size(), " training samples"));
   }
   total_steps_ = config_.steps > 0
                      ? config_.steps
                      : config_.epochs * sampler_->steps_per_epoch();
   ASSIGN_OR_RETURN(
-      mlp_, Mlp::Create(backend_.get(), w, std::max(config_.batch_size, 512)));
+      mlp_, Mlp::Create(backend_.get(), w, std::max(config_.batch_size, 512),
+                        tensor(), tp_rank()));
   ASSIGN_OR_RETURN(
       optimizer_,
       Optimizer::Create(backend_.get(), config_.optimizer, mlp_->num_params()));
+  const size_t floats = mlp_->num_params() * 2 + optimizer_->state_size(0) +
+                        optimizer_->state_size(1);
+  param_bytes_ = static_cast<int64_t>(floats * sizeof(float));
   LossScalerOptions sopts;
   sopts.enabled = config_.precision == Precision::kFp16;
   scaler_ = LossScaler(sopts);
@@ -177,33 +205,45 @@ absl::Status Run::Setup() {
 
 absl::Status Run::RestoreOrInit() {
   // Rank 0 decides: its newest checkpoint (if any) is the state of record,
-  // sent to every rank like DDP's initial parameter broadcast.
+  // sent to every rank like DDP's initial parameter broadcast. Under tensor
+  // parallelism the ranks of the first data-parallel group each read their
+  // shard, at the newest step every shard has, and send it to the ranks
+  // holding the same shard.
   std::optional<CheckpointState> ckpt;
-  if (options_.rank == 0 && !options_.checkpoint_dir.empty()) {
-    // Before the resume point is read: from now on no older attempt can
-    // publish into the directory.
-    RETURN_IF_ERROR(
-        RaiseCheckpointFence(options_.checkpoint_dir, options_.attempt));
-    ASSIGN_OR_RETURN(auto newest,
-                     ReadNewestGoodCheckpoint(options_.checkpoint_dir));
-    if (newest.has_value()) {
-      const std::string* path = &newest->first;
-      CheckpointState s = std::move(newest->second);
-      std::vector<int32_t> widths(config_.widths.begin(), config_.widths.end());
-      if (s.widths != widths || s.optimizer != config_.optimizer.name ||
-          s.params.size() != mlp_->num_params()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            *path, " was written for a different model or optimizer"));
-      }
-      // The data order and every RNG stream are functions of (seed, step,
-      // world size): continuing under others would not be this run.
-      if (s.seed != config_.seed || s.world_size != options_.world_size) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            *path, " was written by a run with seed ", s.seed,
-            " and world size ", s.world_size, "; this run has seed ",
-            config_.seed, " and world size ", options_.world_size));
-      }
-      ckpt = std::move(s);
+  if (!options_.checkpoint_dir.empty()) {
+    if (options_.rank == 0) {
+      RETURN_IF_ERROR(
+          CheckCheckpointTensorLayout(options_.checkpoint_dir, tensor()));
+    }
+    if (tensor() > 1) {
+      RETURN_IF_ERROR(RestoreShards(ckpt));
+    } else if (options_.rank == 0) {
+      // Before the resume point is read: from now on no older attempt can
+      // publish into the directory.
+      RETURN_IF_ERROR(
+          RaiseCheckpointFence(options_.checkpoint_dir, options_.attempt));
+      ASSIGN_OR_RETURN(auto newest,
+                       ReadNewestGoodCheckpoint(options_.checkpoint_dir));
+      if (newest.has_value()) ckpt = std::move(newest->second);
+    }
+  }
+  if (ckpt.has_value()) {
+    const std::string path =
+        absl::StrFormat("%s/ckpt-%012d.bin", ShardDir(), ckpt->step);
+    const CheckpointState& s = *ckpt;
+    std::vector<int32_t> widths(config_.widths.begin(), config_.widths.end());
+    if (s.widths != widths || s.optimizer != config_.optimizer.name ||
+        s.params.size() != mlp_->num_params()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, " was written for a different model or optimizer"));
+    }
+    // The data order and every RNG stream are functions of (seed, step,
+    // world size): continuing under others would not be this run.
+    if (s.seed != config_.seed || s.world_size != options_.world_size) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " was written by a run with seed ", s.seed,
+                       " and world size ", s.world_size, "; this run has seed ",
+                       config_.seed, " and world size ", options_.world_size));
     }
   }
   const size_t n = mlp_->num_params();
@@ -228,6 +268,7 @@ absl::Status Run::RestoreOrInit() {
   }
   if (options_.world_size > 1) {
     if (options_.rank == 0) {
+      // Written once the state of record is known (after the shards agreed).
       RETURN_IF_ERROR(store_->Set(
           "tupa/resume",
           absl::StrFormat("%d,%d,%.9g,%d,%.17g", start_step_, optimizer_steps_,
@@ -256,6 +297,62 @@ absl::Status Run::RestoreOrInit() {
   return backend_->OnParamsUpdated(mlp_->params(), n);
 }
 
+absl::Status Run::RestoreShards(std::optional<CheckpointState>& ckpt) {
+  // Only the first data-parallel group reads; the others get the shards by
+  // broadcast. Every reader lists the steps its shard has whole, rank 0
+  // picks the newest step all shards have (a kill between two shards'
+  // writes leaves one a checkpoint ahead; two are kept).
+  if (dp_rank() != 0) return absl::OkStatus();
+  const std::string dir = ShardDir();
+  if (options_.rank == 0) {
+    RETURN_IF_ERROR(
+        RaiseCheckpointFence(options_.checkpoint_dir, options_.attempt));
+  }
+  RETURN_IF_ERROR(RaiseCheckpointFence(dir, options_.attempt));
+  ASSIGN_OR_RETURN(auto good, ReadGoodCheckpoints(dir));
+  std::vector<std::string> steps;
+  for (const auto& [path, state] : good)
+    steps.push_back(absl::StrCat(state.step));
+  int64_t chosen = 0;
+  if (options_.rank == 0) {
+    std::map<int64_t, int> have;  // step -> shards holding it
+    for (const auto& [path, state] : good) ++have[state.step];
+    for (int t = 1; t < tensor(); ++t) {
+      ASSIGN_OR_RETURN(
+          std::string v,
+          store_->Get(absl::StrCat("tupa/ckpt_steps/", t), options_.timeout));
+      for (absl::string_view f : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        int64_t step;
+        if (!absl::SimpleAtoi(f, &step)) {
+          return absl::InternalError("bad tupa/ckpt_steps record: " + v);
+        }
+        ++have[step];
+      }
+    }
+    for (const auto& [step, count] : have) {
+      if (count == tensor()) chosen = std::max(chosen, step);
+    }
+    RETURN_IF_ERROR(store_->Set("tupa/ckpt_step", absl::StrCat(chosen)));
+  } else {
+    RETURN_IF_ERROR(store_->Set(absl::StrCat("tupa/ckpt_steps/", tp_rank()),
+                                absl::StrJoin(steps, ",")));
+    ASSIGN_OR_RETURN(std::string v,
+                     store_->Get("tupa/ckpt_step", options_.timeout));
+    if (!absl::SimpleAtoi(v, &chosen)) {
+      return absl::InternalError("bad tupa/ckpt_step record: " + v);
+    }
+  }
+  if (chosen == 0) return absl::OkStatus();
+  for (auto& [path, state] : good) {
+    if (state.step == chosen) {
+      ckpt = std::move(state);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError(
+      absl::StrCat(dir, ": no checkpoint of step ", chosen));
+}
+
 absl::Status Run::SaveCheckpoint(int64_t step, double last_loss) {
   CheckpointState s;
   s.step = step;
@@ -278,8 +375,28 @@ absl::Status Run::SaveCheckpoint(int64_t step, double last_loss) {
     RETURN_IF_ERROR(backend_->CopyToHost(
         states[i]->data(), optimizer_->state(i), n * sizeof(float)));
   }
-  return WriteCheckpoint(options_.checkpoint_dir, s, /*keep=*/2,
-                         options_.attempt);
+  return WriteCheckpoint(ShardDir(), s, /*keep=*/2, options_.attempt);
+}
+
+absl::StatusOr<double> Run::GradSquaredNorm() {
+  float* grads = mlp_->grads();
+  if (tensor() == 1) return backend_->SumOfSquares(grads, mlp_->num_params());
+  // The whole model's norm: the shards' parts summed over the group, the
+  // replicated parts (identical on every rank of it) counted once.
+  double sharded = 0;
+  for (const GradBuckets::Range& r : mlp_->sharded_ranges()) {
+    ASSIGN_OR_RETURN(double v,
+                     backend_->SumOfSquares(grads + r.offset, r.count));
+    sharded += v;
+  }
+  double replicated = 0;
+  for (const GradBuckets::Range& r : mlp_->replicated_ranges()) {
+    ASSIGN_OR_RETURN(double v,
+                     backend_->SumOfSquares(grads + r.offset, r.count));
+    replicated += v;
+  }
+  ASSIGN_OR_RETURN(double total, backend_->TensorSumOnHost(sharded));
+  return total + replicated;
 }
 
 absl::StatusOr<double> Run::ReadLoss() {
@@ -337,6 +454,9 @@ absl::StatusOr<RunSummary> Run::Execute() {
   RETURN_IF_ERROR(Setup());
   RETURN_IF_ERROR(RestoreOrInit());
   summary_.world_size = options_.world_size;
+  summary_.tensor_parallel = tensor();
+  summary_.data_parallel = dp_size();
+  summary_.param_bytes = param_bytes_;
   summary_.steps = total_steps_;
   summary_.resumed_from_step = start_step_;
   if (Logs() && start_step_ > 0) {
@@ -359,6 +479,8 @@ absl::StatusOr<RunSummary> Run::Execute() {
     ranges.push_back(mlp_->layer_range(i));
   }
   GradBuckets buckets(ranges, /*tail=*/1);
+  summary_.dp_buckets = static_cast<int64_t>(buckets.buckets().size());
+  const CollectiveCounts counts_before = backend_->collective_counts();
   float* grads = mlp_->grads();
   const GradBuckets::LaunchFn launch = [&](size_t offset, size_t count) {
     return backend_->AllReduceSumAsync(grads + offset, count);
@@ -388,7 +510,7 @@ absl::StatusOr<RunSummary> Run::Execute() {
     double sq = -1.0;
     bool overflow = false;
     if (check_norm) {
-      ASSIGN_OR_RETURN(sq, backend_->SumOfSquares(grads, n));
+      ASSIGN_OR_RETURN(sq, GradSquaredNorm());
       overflow = !std::isfinite(sq);
     }
     if (scaler_.Update(overflow)) {
@@ -410,7 +532,7 @@ absl::StatusOr<RunSummary> Run::Execute() {
     }
     step_ms.push_back(Seconds(Clock::now() - t0) * 1e3);
     ++log_steps;
-    if (ckpt_now && options_.rank == 0) {
+    if (ckpt_now && dp_rank() == 0) {
       RETURN_IF_ERROR(SaveCheckpoint(done, last_loss_));
     }
     if (log_now && Logs()) {
@@ -427,11 +549,12 @@ absl::StatusOr<RunSummary> Run::Execute() {
       if (options_.json) {
         out_ << absl::StrFormat(
             "{\"step\": %d, \"epoch\": %d, \"loss\": %.9g, "
-            "\"samples_per_s\": %.1f, \"lr\": %.6g, \"rank\": %d%s}\n",
+            "\"samples_per_s\": %.1f, \"lr\": %.6g, \"rank\": %d, "
+            "\"layout\": \"%s\", \"param_bytes\": %d%s}\n",
             done, epoch, last_loss_, sps,
             LearningRate(config_.optimizer,
                          std::max<int64_t>(1, optimizer_steps_), total_steps_),
-            options_.rank, checksum);
+            options_.rank, Layout(), param_bytes_, checksum);
       } else {
         out_ << absl::StrFormat(
             "step %d/%d  epoch %d  loss %.6f  %.0f samples/s%s\n", done,
@@ -442,6 +565,14 @@ absl::StatusOr<RunSummary> Run::Execute() {
   }
   summary_.train_seconds = Seconds(Clock::now() - train_start);
   const int64_t ran = total_steps_ - start_step_;
+  const CollectiveCounts& counts = backend_->collective_counts();
+  summary_.steps_run = ran;
+  summary_.tp_allreduces =
+      counts.tensor_allreduces - counts_before.tensor_allreduces;
+  summary_.dp_allreduces =
+      counts.data_allreduces - counts_before.data_allreduces;
+  summary_.tp_allreduces_forward = mlp_->tensor_allreduces_forward();
+  summary_.tp_allreduces_backward = mlp_->tensor_allreduces_backward();
   if (!step_ms.empty()) {
     // Skip the first step (cold caches, thread start-up) when there are
     // enough others.
@@ -454,6 +585,17 @@ absl::StatusOr<RunSummary> Run::Execute() {
                                          std::max(1e-9, summary_.train_seconds)
                                    : 0.0;
   summary_.final_loss = last_loss_;
+  if (!options_.dump_params.empty()) {
+    std::vector<float> host(mlp_->num_params());
+    RETURN_IF_ERROR(backend_->CopyToHost(host.data(), mlp_->params(),
+                                         host.size() * sizeof(float)));
+    const std::string path =
+        absl::StrCat(options_.dump_params, ".rank", options_.rank);
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(host.data()),
+            static_cast<std::streamsize>(host.size() * sizeof(float)));
+    if (!f.flush()) return absl::InternalError("cannot write " + path);
+  }
   RETURN_IF_ERROR(Evaluate());
   return summary_;
 }
@@ -498,6 +640,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromSpec(const v1::TrainSpec& spec) {
   c.checkpoint_every = spec.checkpoint_every();
   c.seed = spec.seed();
   c.log_every = IntOr(spec.log_every(), 50);
+  c.tensor_parallel = TensorParallelOf(spec);
   ASSIGN_OR_RETURN(c.precision, ParsePrecision(spec.precision()));
   const v1::OptimizerSpec& o = spec.optimizer();
   c.optimizer.name = o.name().empty() ? "adamw" : o.name();

@@ -11,6 +11,12 @@
 // the fp32 parameters. Because every rank applies the same reduced
 // gradients to the same initial parameters (broadcast from rank 0),
 // parameters stay identical on every rank.
+//
+// Tensor parallelism (config.tensor_parallel = T > 1, tensor_split.h):
+// ranks g·T .. g·T + T - 1 hold the shards of one model replica and get the
+// same batch; the world / T replicas run data parallel (gradients
+// all-reduced within the ranks holding the same shard, the epoch sharded
+// over the replicas). Shards of the same position stay identical.
 #ifndef TUPA_WORKER_TRAINER_TRAINER_H_
 #define TUPA_WORKER_TRAINER_TRAINER_H_
 
@@ -41,6 +47,7 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;  // steps; 0 = off
   uint64_t seed = 0;
   int64_t log_every = 50;
+  int tensor_parallel = 1;  // train.parallel.tensor
 };
 
 // Converts a TrainSpec, applying the documented defaults for zero/empty
@@ -54,7 +61,7 @@ struct RunOptions {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::string checkpoint_dir;    // empty: no checkpoints, no resume
+  std::string checkpoint_dir;  // empty: no checkpoints, no resume
   // The job attempt (TUPA_ATTEMPT; 0 outside the scheduler). Rank 0 raises
   // the checkpoint directory's fence to it before resuming, and its writes
   // are refused once a newer attempt has started (common/checkpoint_fence.h).
@@ -67,6 +74,10 @@ struct RunOptions {
   bool log_all_ranks = false;
   // Adds "param_checksum" (FNV-1a of the parameter bytes) to step lines.
   bool param_checksum = false;
+  // When set, writes this rank's parameter block (its shard under tensor
+  // parallelism) after training as raw little-endian fp32 to
+  // "<dump_params>.rank<RANK>".
+  std::string dump_params;
   absl::Duration timeout = absl::Seconds(300);
 };
 
@@ -79,6 +90,18 @@ struct RunSummary {
   std::optional<double> test_accuracy;
   int64_t resumed_from_step = 0;
   double train_seconds = 0;
+  int tensor_parallel = 1;
+  int data_parallel = 1;
+  // Parameters + gradients + optimizer state held by this rank, in bytes.
+  int64_t param_bytes = 0;
+  // Collectives issued by the steps run (Backend::collective_counts), the
+  // tensor all-reduces split into those of the forward and backward passes.
+  int64_t steps_run = 0;
+  int64_t tp_allreduces = 0;
+  int64_t tp_allreduces_forward = 0;
+  int64_t tp_allreduces_backward = 0;
+  int64_t dp_allreduces = 0;
+  int64_t dp_buckets = 0;  // gradient buckets per step
 };
 
 // Trains to completion. Errors: InvalidArgument (config), NotFound/DataLoss

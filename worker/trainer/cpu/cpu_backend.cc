@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace tupa::trainer {
 namespace {
@@ -141,6 +142,13 @@ absl::Status CpuBackend::LinearForward(const void* x_raw, const float* w,
   float* y = static_cast<float*>(y_raw);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, x,
               in, w, in, 0.0f, y, out);
+  if (b == nullptr) {
+    if (relu) {
+      float* end = y + static_cast<size_t>(batch) * out;
+      for (float* p = y; p != end; ++p) *p = std::max(*p, 0.0f);
+    }
+    return absl::OkStatus();
+  }
   for (int r = 0; r < batch; ++r) {
     float* __restrict row = y + static_cast<size_t>(r) * out;
     if (relu) {
@@ -149,6 +157,12 @@ absl::Status CpuBackend::LinearForward(const void* x_raw, const float* w,
       for (int c = 0; c < out; ++c) row[c] += b[c];
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::BiasActivation(void* y, const float* b, int batch,
+                                        int out, bool relu) {
+  ::tupa::trainer::BiasActivation(static_cast<float*>(y), b, batch, out, relu);
   return absl::OkStatus();
 }
 
@@ -282,32 +296,65 @@ absl::Status CpuBackend::SgdStep(float* __restrict params,
 absl::Status CpuBackend::InitCollectives(KvStore& store, int rank,
                                          int world_size,
                                          const CollectiveOptions& options) {
-  world_size_ = world_size;
-  if (world_size <= 1) return absl::OkStatus();
-  comm_ = std::make_unique<GlooComm>();
-  return comm_->Init(store, rank, world_size, options.bind_address,
-                     options.timeout);
+  const int t = options.tensor_parallel;
+  if (t < 1 || world_size % t != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor parallel ", t, " does not divide world size ", world_size));
+  }
+  tensor_size_ = t;
+  data_size_ = world_size / t;
+  if (t > 1) {
+    // Tensor group first on every rank, then data: groups of one kind are
+    // disjoint, so no rank waits on a peer that waits on it.
+    tensor_comm_ = std::make_unique<GlooComm>();
+    RETURN_IF_ERROR(tensor_comm_->Init(store, rank % t, t, options.bind_address,
+                                       options.timeout,
+                                       absl::StrCat("gloo/tp", rank / t)));
+  }
+  if (data_size_ > 1) {
+    data_comm_ = std::make_unique<GlooComm>();
+    // T = 1: the data group is the world, under the world's keys.
+    RETURN_IF_ERROR(data_comm_->Init(
+        store, rank / t, data_size_, options.bind_address, options.timeout,
+        t == 1 ? std::string("gloo") : absl::StrCat("gloo/dp", rank % t)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CpuBackend::AllReduceSumAsync(float* data, size_t n) {
-  if (world_size_ <= 1) return absl::OkStatus();
-  if (comm_ == nullptr) {
+  if (data_size_ <= 1) return absl::OkStatus();
+  if (data_comm_ == nullptr) {
     return absl::FailedPreconditionError("InitCollectives was not called");
   }
-  return comm_->AllReduceSumAsync(data, n);
+  ++counts_.data_allreduces;
+  return data_comm_->AllReduceSumAsync(data, n);
 }
 
 absl::Status CpuBackend::WaitAllReduces() {
-  if (comm_ == nullptr) return absl::OkStatus();
-  return comm_->Wait();
+  if (data_comm_ == nullptr) return absl::OkStatus();
+  return data_comm_->Wait();
 }
 
 absl::Status CpuBackend::Broadcast(void* data, size_t bytes, int root) {
-  if (world_size_ <= 1) return absl::OkStatus();
-  if (comm_ == nullptr) {
+  if (data_size_ <= 1) return absl::OkStatus();
+  if (data_comm_ == nullptr) {
     return absl::FailedPreconditionError("InitCollectives was not called");
   }
-  return comm_->Broadcast(data, bytes, root);
+  ++counts_.broadcasts;
+  return data_comm_->Broadcast(data, bytes, root);
+}
+
+absl::Status CpuBackend::TensorAllReduceSum(void* data, size_t n) {
+  if (tensor_size_ <= 1) return absl::OkStatus();
+  ++counts_.tensor_allreduces;
+  return tensor_comm_->AllReduceSumNow(static_cast<float*>(data), n);
+}
+
+absl::StatusOr<double> CpuBackend::TensorSumOnHost(double value) {
+  if (tensor_size_ <= 1) return value;
+  ++counts_.tensor_allreduces;
+  RETURN_IF_ERROR(tensor_comm_->AllReduceSumNow(&value, 1));
+  return value;
 }
 
 }  // namespace tupa::trainer

@@ -49,6 +49,8 @@ class CpuBackend : public Backend {
   absl::Status LinearBackward(const void* x, const float* w, const void* y,
                               void* dy, int batch, int in, int out, bool relu,
                               float* dw, float* db, void* dx) override;
+  absl::Status BiasActivation(void* y, const float* b, int batch, int out,
+                              bool relu) override;
   absl::Status SoftmaxCrossEntropy(const void* logits, const int32_t* labels,
                                    int batch, int classes, float grad_scale,
                                    void* dlogits, float* loss_sum) override;
@@ -66,10 +68,14 @@ class CpuBackend : public Backend {
   absl::Status AllReduceSumAsync(float* data, size_t n) override;
   absl::Status WaitAllReduces() override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;
+  absl::Status TensorAllReduceSum(void* data, size_t n) override;
+  absl::StatusOr<double> TensorSumOnHost(double value) override;
 
  private:
-  int world_size_ = 1;
-  std::unique_ptr<GlooComm> comm_;
+  int data_size_ = 1;    // ranks in this rank's data-parallel group
+  int tensor_size_ = 1;  // ranks in its tensor-parallel group
+  std::unique_ptr<GlooComm> data_comm_;
+  std::unique_ptr<GlooComm> tensor_comm_;
 };
 
 }  // namespace tupa::trainer

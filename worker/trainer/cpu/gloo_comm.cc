@@ -65,7 +65,7 @@ GlooComm::~GlooComm() {
 
 absl::Status GlooComm::Init(KvStore& store, int rank, int world_size,
                             const std::string& bind_address,
-                            absl::Duration timeout) {
+                            absl::Duration timeout, const std::string& prefix) {
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = bind_address;
@@ -75,7 +75,7 @@ absl::Status GlooComm::Init(KvStore& store, int rank, int world_size,
     context->setTimeout(
         std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
     GlooStoreAdapter adapter(store, timeout);
-    gloo::rendezvous::PrefixStore prefixed("gloo", adapter);
+    gloo::rendezvous::PrefixStore prefixed(prefix, adapter);
     context->connectFullMesh(prefixed, device);
     context_ = std::move(context);
   } catch (const std::exception& e) {
@@ -119,6 +119,36 @@ absl::Status GlooComm::Broadcast(void* data, size_t bytes, int root) {
     return error_;
   }
   return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status GlooComm::AllReduceNow(T* data, size_t n) {
+  if (context_ == nullptr) {
+    return absl::FailedPreconditionError("GlooComm not initialised");
+  }
+  if (absl::Status s = Wait(); !s.ok()) return s;
+  try {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, n);
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(
+            &gloo::sum<T>));
+    opts.setTag(tag_++);
+    gloo::allreduce(opts);
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = GlooError("allreduce", e);
+    return error_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GlooComm::AllReduceSumNow(float* data, size_t n) {
+  return AllReduceNow(data, n);
+}
+
+absl::Status GlooComm::AllReduceSumNow(double* data, size_t n) {
+  return AllReduceNow(data, n);
 }
 
 void GlooComm::CommLoop() {

@@ -35,10 +35,14 @@ class GlooComm {
   GlooComm(const GlooComm&) = delete;
   GlooComm& operator=(const GlooComm&) = delete;
 
-  // Rendezvous with the other ranks. `bind_address` is this host's address
-  // reachable by the peers ("127.0.0.1" on one machine).
+  // Rendezvous with the other ranks of one group: `rank` and `world_size`
+  // are within the group, whose members all pass the same `prefix` (a
+  // group's keys in the shared store; groups with different prefixes are
+  // independent). `bind_address` is this host's address reachable by the
+  // peers ("127.0.0.1" on one machine).
   absl::Status Init(KvStore& store, int rank, int world_size,
-                    const std::string& bind_address, absl::Duration timeout);
+                    const std::string& bind_address, absl::Duration timeout,
+                    const std::string& prefix = "gloo");
 
   // Queues an in-place float sum; runs on the comm thread in FIFO order.
   absl::Status AllReduceSumAsync(float* data, size_t n);
@@ -46,6 +50,9 @@ class GlooComm {
   absl::Status Wait();
   // Synchronous broadcast of raw bytes from `root` (drains the queue first).
   absl::Status Broadcast(void* data, size_t bytes, int root);
+  // Synchronous in-place sums on the calling thread (drain the queue first).
+  absl::Status AllReduceSumNow(float* data, size_t n);
+  absl::Status AllReduceSumNow(double* data, size_t n);
 
  private:
   struct Work {
@@ -53,6 +60,8 @@ class GlooComm {
     size_t n;
   };
   void CommLoop();
+  template <typename T>
+  absl::Status AllReduceNow(T* data, size_t n);
 
   std::shared_ptr<gloo::Context> context_;
   std::thread thread_;

@@ -46,9 +46,9 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   // hand with every device visible, LOCAL_RANK picks one, as under torchrun.
   const int device = devices == 1 ? 0 : local_rank;
   if (device < 0 || device >= devices) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cuda backend: no device ", device, " for LOCAL_RANK ", local_rank,
-        " (", devices, " visible)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda backend: no device ", device, " for LOCAL_RANK ",
+                     local_rank, " (", devices, " visible)"));
   }
   RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
   std::unique_ptr<CudaBackend> backend(new CudaBackend(precision, device));
@@ -84,6 +84,7 @@ CudaBackend::~CudaBackend() {
   if (nccl_ == nullptr || nccl_->AsyncError().ok()) {
     if (comm_.get() != nullptr) cudaStreamSynchronize(comm_.get());
   }
+  tensor_nccl_.reset();
   nccl_.reset();
 }
 
@@ -145,6 +146,11 @@ absl::Status CudaBackend::Synchronize() { return WaitCompute(); }
 absl::Status CudaBackend::WaitCompute() {
   RETURN_IF_ERROR(CudaStatus(cudaEventRecord(sync_.get(), compute_.get()),
                              "cudaEventRecord"));
+  // Polls a communicator whose collectives may sit on the compute stream
+  // (tensor ones do, data ones via WaitAllReduces).
+  if (tensor_nccl_ != nullptr) {
+    return tensor_nccl_->WaitForEvent(sync_.get(), timeout_);
+  }
   if (nccl_ != nullptr) return nccl_->WaitForEvent(sync_.get(), timeout_);
   return CudaStatus(cudaEventSynchronize(sync_.get()), "cudaEventSynchronize");
 }
@@ -253,16 +259,36 @@ absl::Status CudaBackend::LinearForward(const void* x, const float* w,
                                         int out, bool relu, void* y) {
   ASSIGN_OR_RETURN(const void* w_gemm,
                    GemmWeights(w, static_cast<size_t>(out) * in));
-  ASSIGN_OR_RETURN(const void* b_gemm, GemmWeights(b, out));
+  const void* b_gemm = nullptr;
+  if (b != nullptr) {
+    ASSIGN_OR_RETURN(b_gemm, GemmWeights(b, out));
+  }
   Touch(y, static_cast<size_t>(batch) * out * SizeOf(act_));
   GemmArgs args;
   args.m = batch, args.n = out, args.k = in;
   args.trans_b = true;  // w is [out, in].
   args.ab_type = act_, args.c_type = act_;
   args.a = x, args.b = w_gemm, args.c = y;
+  if (b == nullptr) {
+    args.epilogue = Epilogue::kNone;
+    RETURN_IF_ERROR(gemm_->Run(args, compute_.get()));
+    if (!relu) return absl::OkStatus();
+    return cuda::BiasActivation(act_, y, nullptr, batch, out, true, nullptr,
+                                compute_.get());
+  }
   args.epilogue = relu ? Epilogue::kReluBias : Epilogue::kBias;
   args.bias = b_gemm;
   return gemm_->Run(args, compute_.get());
+}
+
+absl::Status CudaBackend::BiasActivation(void* y, const float* b, int batch,
+                                         int out, bool relu) {
+  // The GEMM epilogues take the bias in the activation type; so does the
+  // kernel (the low-precision copy of the parameters).
+  ASSIGN_OR_RETURN(const void* b_act, GemmWeights(b, out));
+  Touch(y, static_cast<size_t>(batch) * out * SizeOf(act_));
+  return cuda::BiasActivation(act_, y, b_act, batch, out, relu, nullptr,
+                              compute_.get());
 }
 
 absl::Status CudaBackend::LinearBackward(const void* x, const float* w,
@@ -370,19 +396,38 @@ absl::Status CudaBackend::SgdStep(float* params, const float* grads,
 absl::Status CudaBackend::InitCollectives(KvStore& store, int rank,
                                           int world_size,
                                           const CollectiveOptions& options) {
-  if (nccl_ != nullptr) {
+  if (nccl_ != nullptr || tensor_nccl_ != nullptr) {
     return absl::FailedPreconditionError("InitCollectives called twice");
   }
+  const int t = options.tensor_parallel;
+  if (t < 1 || world_size % t != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor parallel ", t, " does not divide world size ", world_size));
+  }
   timeout_ = options.timeout;
-  world_size_ = world_size;
-  if (world_size == 1) return absl::OkStatus();
-  ASSIGN_OR_RETURN(nccl_, NcclCommunicator::Create(store, rank, world_size,
-                                                   options.timeout));
+  tensor_size_ = t;
+  data_size_ = world_size / t;
+  if (t > 1) {
+    // Tensor groups first on every rank, then data groups (see the CPU
+    // backend): each group's init waits only for its own members.
+    ASSIGN_OR_RETURN(tensor_nccl_,
+                     NcclCommunicator::Create(
+                         store, rank % t, t, options.timeout,
+                         absl::StrCat("tupa/nccl_unique_id/tp", rank / t)));
+    ASSIGN_OR_RETURN(tensor_scalar_, DeviceBuffer::Create(2 * sizeof(float)));
+  }
+  if (data_size_ > 1) {
+    ASSIGN_OR_RETURN(
+        nccl_, NcclCommunicator::Create(
+                   store, rank / t, data_size_, options.timeout,
+                   t == 1 ? std::string("tupa/nccl_unique_id")
+                          : absl::StrCat("tupa/nccl_unique_id/dp", rank % t)));
+  }
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::AllReduceSumAsync(float* data, size_t n) {
-  if (world_size_ == 1) return absl::OkStatus();
+  if (data_size_ == 1) return absl::OkStatus();
   if (nccl_ == nullptr) {
     return absl::FailedPreconditionError("AllReduce before InitCollectives");
   }
@@ -395,6 +440,7 @@ absl::Status CudaBackend::AllReduceSumAsync(float* data, size_t n) {
       CudaStatus(cudaStreamWaitEvent(comm_.get(), compute_ready_.get(), 0),
                  "cudaStreamWaitEvent"));
   reduces_pending_ = true;
+  ++counts_.data_allreduces;
   return nccl_->AllReduce(data, n, DType::kF32, ncclSum, comm_.get());
 }
 
@@ -412,7 +458,7 @@ absl::Status CudaBackend::WaitAllReduces() {
 }
 
 absl::Status CudaBackend::Broadcast(void* data, size_t bytes, int root) {
-  if (world_size_ == 1) return absl::OkStatus();
+  if (data_size_ == 1) return absl::OkStatus();
   if (nccl_ == nullptr) {
     return absl::FailedPreconditionError("Broadcast before InitCollectives");
   }
@@ -423,10 +469,40 @@ absl::Status CudaBackend::Broadcast(void* data, size_t bytes, int root) {
   RETURN_IF_ERROR(
       CudaStatus(cudaStreamWaitEvent(comm_.get(), compute_ready_.get(), 0),
                  "cudaStreamWaitEvent"));
+  ++counts_.broadcasts;
   RETURN_IF_ERROR(nccl_->Broadcast(data, bytes, root, comm_.get()));
   reduces_pending_ = true;
   RETURN_IF_ERROR(WaitAllReduces());
   return WaitCompute();
+}
+
+absl::Status CudaBackend::TensorAllReduceSum(void* data, size_t n) {
+  if (tensor_size_ == 1) return absl::OkStatus();
+  Touch(data, n * SizeOf(act_));
+  ++counts_.tensor_allreduces;
+  // On the compute stream: the next GEMM needs the sum, nothing overlaps.
+  return tensor_nccl_->AllReduce(data, n, act_, ncclSum, compute_.get());
+}
+
+absl::StatusOr<double> CudaBackend::TensorSumOnHost(double value) {
+  if (tensor_size_ == 1) return value;
+  // fp32 high and low parts keep ~48 bits of the double through the sum.
+  float* host = static_cast<float*>(host_scalar_.data());
+  host[0] = static_cast<float>(value);
+  host[1] = static_cast<float>(value - static_cast<double>(host[0]));
+  RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(tensor_scalar_.data(), host, 2 * sizeof(float),
+                                 cudaMemcpyHostToDevice, compute_.get()),
+                 "cudaMemcpyAsync(H2D)"));
+  ++counts_.tensor_allreduces;
+  RETURN_IF_ERROR(tensor_nccl_->AllReduce(tensor_scalar_.data(), 2, DType::kF32,
+                                          ncclSum, compute_.get()));
+  RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(host, tensor_scalar_.data(), 2 * sizeof(float),
+                                 cudaMemcpyDeviceToHost, compute_.get()),
+                 "cudaMemcpyAsync(D2H)"));
+  RETURN_IF_ERROR(WaitCompute());
+  return static_cast<double>(host[0]) + static_cast<double>(host[1]);
 }
 
 }  // namespace cuda

@@ -16,6 +16,11 @@
 //   WaitAllReduces makes the compute stream wait for the side stream.
 // - Host waits poll so that a dead peer surfaces as Unavailable /
 //   DeadlineExceeded (after CollectiveOptions::timeout), not a hang.
+// - Tensor parallelism: one NCCL communicator per group, each from its own
+//   unique id in the store ("tupa/nccl_unique_id/tp<g>" and ".../dp<t>";
+//   the world's key when T = 1). The tensor all-reduces run on the compute
+//   stream in the activation type (they sit between two GEMMs); gradient
+//   all-reduces on the side stream over the data-parallel communicator.
 // Not thread-safe; use from the thread that created it.
 #ifndef TUPA_WORKER_TRAINER_CUDA_CUDA_BACKEND_H_
 #define TUPA_WORKER_TRAINER_CUDA_CUDA_BACKEND_H_
@@ -68,6 +73,8 @@ class CudaBackend : public Backend {
   absl::Status LinearBackward(const void* x, const float* w, const void* y,
                               void* dy, int batch, int in, int out, bool relu,
                               float* dw, float* db, void* dx) override;
+  absl::Status BiasActivation(void* y, const float* b, int batch, int out,
+                              bool relu) override;
   absl::Status SoftmaxCrossEntropy(const void* logits, const int32_t* labels,
                                    int batch, int classes, float grad_scale,
                                    void* dlogits, float* loss_sum) override;
@@ -85,6 +92,8 @@ class CudaBackend : public Backend {
   absl::Status AllReduceSumAsync(float* data, size_t n) override;
   absl::Status WaitAllReduces() override;
   absl::Status Broadcast(void* data, size_t bytes, int root) override;
+  absl::Status TensorAllReduceSum(void* data, size_t n) override;
+  absl::StatusOr<double> TensorSumOnHost(double value) override;
 
   cudaStream_t compute_stream() const { return compute_.get(); }
 
@@ -134,10 +143,13 @@ class CudaBackend : public Backend {
   DeviceBuffer norm_scratch_;  // kGradNormScratchFloats + 1 result float.
   PinnedBuffer host_scalar_;
 
-  int world_size_ = 1;
+  int data_size_ = 1;    // Ranks in this rank's data-parallel group.
+  int tensor_size_ = 1;  // Ranks in its tensor-parallel group.
   bool reduces_pending_ = false;
   absl::Duration timeout_ = absl::Seconds(300);
-  std::unique_ptr<NcclCommunicator> nccl_;  // Destroyed first.
+  DeviceBuffer tensor_scalar_;              // Two floats for TensorSumOnHost.
+  std::unique_ptr<NcclCommunicator> nccl_;  // Data-parallel group.
+  std::unique_ptr<NcclCommunicator> tensor_nccl_;  // Destroyed first.
 };
 
 }  // namespace tupa::trainer::cuda
