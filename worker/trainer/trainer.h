@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/train_defaults.h"
 #include "tupa/v1/job.pb.h"
 #include "worker/trainer/backend.h"
 #include "worker/trainer/dataset.h"
@@ -33,14 +34,14 @@ namespace tupa::trainer {
 struct TrainConfig {
   std::vector<int> widths;
   DataConfig data;
-  int batch_size = 128;  // per rank
-  int epochs = 1;
+  int batch_size = train_defaults::kBatchSize;  // per rank
+  int epochs = train_defaults::kEpochs;
   int64_t steps = 0;  // > 0: stop after this many steps (overrides epochs)
   OptimizerConfig optimizer;
   Precision precision = Precision::kFp32;
   int64_t checkpoint_every = 0;  // steps; 0 = off
   uint64_t seed = 0;
-  int64_t log_every = 50;
+  int64_t log_every = train_defaults::kLogEvery;
 };
 
 // Converts a TrainSpec, applying the documented defaults for zero/empty
@@ -54,7 +55,7 @@ struct RunOptions {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::string checkpoint_dir;    // empty: no checkpoints, no resume
+  std::string checkpoint_dir;  // empty: no checkpoints, no resume
   // The job attempt (TUPA_ATTEMPT; 0 outside the scheduler). Rank 0 raises
   // the checkpoint directory's fence to it before resuming, and its writes
   // are refused once a newer attempt has started (common/checkpoint_fence.h).
