@@ -33,6 +33,8 @@ std::vector<v1::Progress> ExtractProgress(std::string& buffer,
     if (num("epoch", &v)) p.set_epoch(static_cast<int32_t>(v));
     if (num("loss", &v) || num("final_loss", &v)) p.set_loss(v);
     if (num("samples_per_s", &v)) p.set_samples_per_s(v);
+    if (num("total_steps", &v)) p.set_total_steps(static_cast<int64_t>(v));
+    if (num("total_epochs", &v)) p.set_total_epochs(static_cast<int32_t>(v));
     if (num("test_accuracy", &v)) {
       p.set_test_accuracy(v);
       any = true;

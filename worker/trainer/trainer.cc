@@ -106,6 +106,11 @@ class Run {
   absl::StatusOr<double> ReadLoss();
   absl::StatusOr<uint64_t> ParamChecksum();
   bool Logs() const { return options_.rank == 0 || options_.log_all_ranks; }
+  // Epochs the run touches (the last one may be partial with `steps`).
+  int64_t TotalEpochs() const {
+    const int64_t per_epoch = std::max<int64_t>(1, sampler_->steps_per_epoch());
+    return (total_steps_ + per_epoch - 1) / per_epoch;
+  }
   int64_t global_batch() const {
     return static_cast<int64_t>(config_.batch_size) * options_.world_size;
   }
@@ -428,11 +433,12 @@ absl::StatusOr<RunSummary> Run::Execute() {
       if (options_.json) {
         out_ << absl::StrFormat(
             "{\"step\": %d, \"epoch\": %d, \"loss\": %.9g, "
-            "\"samples_per_s\": %.1f, \"lr\": %.6g, \"rank\": %d%s}\n",
+            "\"samples_per_s\": %.1f, \"lr\": %.6g, \"rank\": %d, "
+            "\"total_steps\": %d, \"total_epochs\": %d%s}\n",
             done, epoch, last_loss_, sps,
             LearningRate(config_.optimizer,
                          std::max<int64_t>(1, optimizer_steps_), total_steps_),
-            options_.rank, checksum);
+            options_.rank, total_steps_, TotalEpochs(), checksum);
       } else {
         out_ << absl::StrFormat(
             "step %d/%d  epoch %d  loss %.6f  %.0f samples/s%s\n", done,
