@@ -73,6 +73,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   entry.last_seen = absl::Now();
   entry.gpu_type = gpu_type;
   entry.price = price;
+  metrics_->KnownPool(hello.region(), gpu_type,
+                      options_.pricing ? options_.pricing->currency() : "");
   // A worker that is still stopping stays unschedulable across the new
   // stream; any other hello is a worker ready for work.
   entry.stop_reason = hello.shutting_down();
