@@ -276,6 +276,8 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env,
   context.out = &out;
   context.err = &err;
   context.now = absl::Now();
+  context.out_is_terminal = env.out_is_terminal;
+  context.terminal_columns = env.terminal_columns;
   if (absl::Status s = ResolveContext(*parsed, env, *command, context);
       !s.ok()) {
     return Fail(err, s);

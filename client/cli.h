@@ -21,6 +21,10 @@ struct CliEnvironment {
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
+  // Whether standard output is a terminal, and its width (0 = unknown):
+  // `tupa wait` then redraws a progress line in place.
+  bool out_is_terminal = false;
+  int terminal_columns = 0;
 };
 
 // Runs `tupa ARGS...` (`args` excludes the program name). Writes results to

@@ -27,6 +27,8 @@ struct CommandContext {
   absl::Time now;  // for humanised times
   std::ostream* out;
   std::ostream* err;
+  bool out_is_terminal = false;  // CliEnvironment's
+  int terminal_columns = 0;
 };
 
 void AddSubmitFlags(FlagSet& flags);

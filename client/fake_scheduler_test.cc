@@ -385,7 +385,8 @@ TEST_F(FakeSchedulerTest, CancelPrintsTheNewState) {
 TEST_F(FakeSchedulerTest, WaitExitsZeroOnlyWhenTheJobSucceeded) {
   const Result ok = Tupa({"wait", "1"});
   EXPECT_EQ(ok.code, kExitOk) << ok.err;
-  EXPECT_EQ(ok.out, "job 1 SUCCEEDED\n");
+  // Not a terminal: a plain line per state while waiting, then the verdict.
+  EXPECT_EQ(ok.out, "job 1 RUNNING\njob 1 SUCCEEDED\n");
   const Result failed = Tupa({"wait", "2"});
   EXPECT_EQ(failed.code, kExitFailed);
   EXPECT_NE(failed.err.find("FAILED (exit code 3)"), std::string::npos)

@@ -1,5 +1,6 @@
 // tupa cancel, tupa wait: change and follow one job.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -7,6 +8,7 @@
 #include "client/exit_codes.h"
 #include "client/job_format.h"
 #include "client/output.h"
+#include "client/progress_line.h"
 #include "common/job_spec.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
@@ -103,6 +105,12 @@ absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
                                   ? start + *context.timeout_flag
                                   : absl::InfiniteFuture();
   Connection connection(context.connection);
+  // Table output shows the job's progress while it waits; JSON output is
+  // the final job only.
+  std::optional<ProgressPrinter> progress;
+  if (context.output == OutputFormat::kTable)
+    progress.emplace(context.out, context.out_is_terminal,
+                     context.terminal_columns);
   v1::Job last;
   bool seen = false;
   absl::Time unreachable_since = absl::InfiniteFuture();
@@ -123,11 +131,18 @@ absl::Status RunWait(CommandContext& context, const ParsedArgs& args) {
       if (IsTerminal(job.state())) {
         call->TryCancel();
         reader->Finish().ok();  // CANCELLED by us; nothing to report
+        // The last line keeps the final step, loss and cost on screen.
+        if (progress && context.out_is_terminal) {
+          progress->Show(job, absl::Now());
+          progress->Finish();
+        }
         return WaitResult(context, job);
       }
+      if (progress) progress->Show(job, absl::Now());
     }
     const grpc::Status status = reader->Finish();
     const absl::Time now = absl::Now();
+    if (progress) progress->Finish();
     if (IsRetryable(status.error_code())) {
       unreachable_since = std::min(unreachable_since, now);
       unreachable_status = status;

@@ -1,53 +1,23 @@
-// The job spec: YAML text <-> tupa.v1.JobSpec, and its validation.
-//
-// Both the CLI (before sending) and the scheduler (authoritative, before
-// anything is written) call ValidateJobSpec. Every error is InvalidArgument
-// and its message starts with the offending field's path, e.g.
-// "resources.gpus: must be between 0 and 1024". Thread-safe.
+// The job spec (DESIGN §4): YAML text <-> tupa.v1.JobSpec, its defaults
+// and its validation. This header gathers the three:
+//   job_spec_parse.h     ParseJobSpecYaml (shapes and types only)
+//   job_spec_validate.h  ValidateJobSpec and the text/name/key checks
+//   here                 ApplyJobSpecDefaults and what the placement and
+//                        the worker derive from a spec
+// Errors are InvalidArgument naming the field. Thread-safe.
 #ifndef TUPA_COMMON_JOB_SPEC_H_
 #define TUPA_COMMON_JOB_SPEC_H_
 
-#include <cstdint>
-#include <string>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include "common/job_spec_parse.h"
+#include "common/job_spec_validate.h"
 #include "tupa/v1/job.pb.h"
 
 namespace tupa {
 
-inline constexpr int kMaxGpusPerNode = 1024;
-inline constexpr int kMaxNodes = 4096;
-// max_runtime's upper bound (365 days): keeps start + max_runtime in range.
-inline constexpr int64_t kMaxRuntimeS = 365LL * 24 * 3600;
-
-// Parses the YAML job spec of DESIGN §4. Unknown fields, wrong types and
-// bad quantities are errors naming the field; text holding more than one
-// YAML document is an error naming "spec". Does not apply defaults and
-// does not validate ranges (see ValidateJobSpec).
-absl::StatusOr<v1::JobSpec> ParseJobSpecYaml(absl::string_view yaml);
-
-// Fills defaults: nodes 1, launch per-gpu, train defaults.
+// Fills defaults: nodes 1, launch per-gpu, 1 CPU per rank for a job asking
+// for neither GPUs nor CPU, and the train section's (common/
+// train_defaults.h).
 void ApplyJobSpecDefaults(v1::JobSpec& spec);
-
-// Checks ranges and consistency of a spec with defaults applied.
-absl::Status ValidateJobSpec(const v1::JobSpec& spec);
-
-// A job's name or team: 1-63 letters, digits, '.', '_' or '-', starting
-// with a letter or digit. InvalidArgument naming `field` otherwise.
-absl::Status ValidateJobName(absl::string_view name, absl::string_view field);
-
-// Text that protobuf must serialize and a process or a query will see:
-// valid UTF-8 (the check protobuf applies before sending a string field)
-// and no NUL byte. InvalidArgument "FIELD: is not valid UTF-8" or "FIELD:
-// contains a NUL byte" otherwise; the text itself is not echoed.
-absl::Status ValidateText(absl::string_view text, absl::string_view field);
-
-// An idempotency key: 1-200 bytes of printable ASCII without spaces.
-// InvalidArgument naming `field` otherwise.
-absl::Status ValidateIdempotencyKey(absl::string_view key,
-                                    absl::string_view field);
 
 // Total devices a job holds: gpus per node x nodes (shares count as shares).
 double TotalGpus(const v1::JobSpec& spec);

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "common/files.h"
+
 namespace tupa {
 namespace {
 
@@ -228,6 +230,20 @@ TEST(ParseJobSpecYaml, StartWindowAndDeadline) {
   EXPECT_EQ(spec->deadline().seconds(), 1796288400);  // 09:00 UTC
   ApplyJobSpecDefaults(*spec);
   EXPECT_TRUE(ValidateJobSpec(*spec).ok());
+}
+
+TEST(ParseJobSpecYaml, EveryExampleJobSpecIsValid) {
+  for (const char* name : {"fmnist-mlp.yaml", "env-check.yaml",
+                           "tensorflow-mwms.yaml", "horovod-gloo.yaml"}) {
+    const std::string path =
+        std::string(TUPA_SOURCE_DIR) + "/deploy/examples/" + name;
+    std::optional<std::string> text = ReadWholeFile(path);
+    ASSERT_TRUE(text.has_value()) << path;
+    auto spec = ParseJobSpecYaml(*text);
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
+    ApplyJobSpecDefaults(*spec);
+    EXPECT_TRUE(ValidateJobSpec(*spec).ok()) << name;
+  }
 }
 
 }  // namespace

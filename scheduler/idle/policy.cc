@@ -9,35 +9,14 @@
 #include "absl/strings/strip.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
+#include "common/yaml_fields.h"
 
 namespace tupa::scheduler::idle {
 namespace {
 
-absl::Status FieldError(const std::string& path, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-}
-
-// A section must be a mapping whose keys are all in `known`.
-absl::Status CheckSection(const YAML::Node& node, const std::string& path,
-                          const std::set<std::string>& known) {
-  if (!node.IsMap()) return FieldError(path, "must be a mapping");
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
-    const std::string key = kv.first.Scalar();
-    if (!known.count(key)) {
-      return FieldError(absl::StrCat(path, ".", key),
-                        absl::StrCat("unknown field (known: ",
-                                     absl::StrJoin(known, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> Scalar(const YAML::Node& node,
-                                   const std::string& path) {
-  if (!node.IsScalar()) return FieldError(path, "must be a scalar value");
-  return node.Scalar();
-}
+using yaml::CheckKeys;
+using yaml::FieldError;
+using yaml::Scalar;
 
 absl::StatusOr<absl::Duration> Duration(const YAML::Node& node,
                                         const std::string& path) {
@@ -65,8 +44,7 @@ absl::Status ParseKeepWarm(const YAML::Node& node, const std::string& path,
   if (!node.IsMap())
     return FieldError(path, "must be a count or a mapping of pool to count");
   for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
-    const std::string pool = kv.first.Scalar();
+    ASSIGN_OR_RETURN(const std::string pool, yaml::Key(kv.first, path));
     const std::string field = absl::StrCat(path, ".", pool);
     ASSIGN_OR_RETURN(int n, Count(kv.second, field));
     if (pool == "default") {
@@ -82,7 +60,7 @@ absl::Status ParseKeepWarm(const YAML::Node& node, const std::string& path,
 
 absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
   const std::string s = "idle_shutdown";
-  RETURN_IF_ERROR(CheckSection(
+  RETURN_IF_ERROR(CheckKeys(
       n, s,
       {"policy", "idle_after", "activity_threshold", "keep_warm", "min_uptime",
        "grace", "boot_time", "billing_minimum", "hook"}));
@@ -139,7 +117,7 @@ absl::Status ParseIdleShutdown(const YAML::Node& n, IdleShutdownPolicy* p) {
 }
 
 absl::Status ParseScaleUp(const YAML::Node& n, ScaleUpPolicy* p) {
-  RETURN_IF_ERROR(CheckSection(n, "scale_up", {"pending_after", "hook"}));
+  RETURN_IF_ERROR(CheckKeys(n, "scale_up", {"pending_after", "hook"}));
   p->enabled = true;
   if (n["pending_after"]) {
     ASSIGN_OR_RETURN(p->pending_after,
@@ -152,7 +130,7 @@ absl::Status ParseScaleUp(const YAML::Node& n, ScaleUpPolicy* p) {
 }
 
 absl::Status ParseZombieJobs(const YAML::Node& n, ZombieJobPolicy* p) {
-  RETURN_IF_ERROR(CheckSection(n, "zombie_jobs", {"after", "action"}));
+  RETURN_IF_ERROR(CheckKeys(n, "zombie_jobs", {"after", "action"}));
   p->enabled = true;
   if (n["after"]) {
     ASSIGN_OR_RETURN(p->after, Duration(n["after"], "zombie_jobs.after"));

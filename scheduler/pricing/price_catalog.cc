@@ -11,59 +11,23 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/yaml_fields.h"
 
 namespace tupa::pricing {
 namespace {
 
-using Path = std::string;
+using yaml::CheckKeys;
+using yaml::ExpectSequence;
+using yaml::FieldError;
+using yaml::Index;
+using yaml::Join;
+using yaml::NonEmpty;
+using yaml::Path;
+using yaml::Scalar;
 
 // Per-GPU-hour prices above this are surely typos, and keeping them bounded
 // keeps the cost integral inside 128 bits (see cost.cc).
 constexpr int64_t kMaxPerGpuHour = 1000000;
-
-absl::Status FieldError(const Path& path, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-}
-
-Path Join(const Path& parent, absl::string_view key) {
-  return absl::StrCat(parent, ".", key);
-}
-
-Path Index(const Path& parent, size_t i) {
-  return absl::StrCat(parent, "[", i, "]");
-}
-
-// Requires a mapping whose keys are all in `known`.
-absl::Status CheckMap(const YAML::Node& node, const Path& path,
-                      const std::vector<std::string>& known) {
-  if (!node.IsMap()) return FieldError(path, "must be a mapping");
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) return FieldError(path, "keys must be strings");
-    const std::string& key = kv.first.Scalar();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return FieldError(Join(path, key),
-                        absl::StrCat("unknown field (known: ",
-                                     absl::StrJoin(known, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> Scalar(const YAML::Node& node, const Path& path) {
-  if (!node.IsScalar()) return FieldError(path, "must be a scalar value");
-  return node.Scalar();
-}
-
-absl::StatusOr<std::string> NonEmpty(const YAML::Node& node, const Path& path) {
-  ASSIGN_OR_RETURN(std::string s, Scalar(node, path));
-  if (s.empty()) return FieldError(path, "must not be empty");
-  return s;
-}
-
-absl::Status ExpectSequence(const YAML::Node& node, const Path& path) {
-  if (!node.IsSequence()) return FieldError(path, "must be a list");
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::array<bool, 7>> ParseDays(const YAML::Node& node,
                                               const Path& path) {
@@ -144,7 +108,7 @@ absl::StatusOr<int64_t> ParseDiscount(const YAML::Node& node,
 absl::StatusOr<OffPeakWindow> ParseWindow(const YAML::Node& node,
                                           const Path& path) {
   RETURN_IF_ERROR(
-      CheckMap(node, path, {"days", "hours", "timezone", "discount"}));
+      CheckKeys(node, path, {"days", "hours", "timezone", "discount"}));
   OffPeakWindow w;
   w.days.fill(true);
   if (node["days"]) {
@@ -169,9 +133,9 @@ absl::StatusOr<OffPeakWindow> ParseWindow(const YAML::Node& node,
 
 absl::StatusOr<PriceEntry> ParseEntry(const YAML::Node& node,
                                       const Path& path) {
-  RETURN_IF_ERROR(
-      CheckMap(node, path,
-               {"region", "gpu_type", "offering", "per_gpu_hour", "off_peak"}));
+  RETURN_IF_ERROR(CheckKeys(
+      node, path,
+      {"region", "gpu_type", "offering", "per_gpu_hour", "off_peak"}));
   PriceEntry e;
   if (node["region"]) {
     ASSIGN_OR_RETURN(e.region, NonEmpty(node["region"], Join(path, "region")));
@@ -207,7 +171,7 @@ absl::StatusOr<PriceEntry> ParseEntry(const YAML::Node& node,
 
 absl::StatusOr<TeamBudget> ParseBudget(const YAML::Node& node,
                                        const Path& path) {
-  RETURN_IF_ERROR(CheckMap(node, path, {"team", "monthly"}));
+  RETURN_IF_ERROR(CheckKeys(node, path, {"team", "monthly"}));
   TeamBudget b;
   if (!node["team"]) return FieldError(Join(path, "team"), "required");
   ASSIGN_OR_RETURN(b.team, NonEmpty(node["team"], Join(path, "team")));
@@ -228,7 +192,7 @@ absl::StatusOr<PriceCatalog> PriceCatalog::FromNode(const YAML::Node& node,
                                                     absl::string_view path_in) {
   const Path path(path_in);
   try {
-    RETURN_IF_ERROR(CheckMap(
+    RETURN_IF_ERROR(CheckKeys(
         node, path, {"currency", "prices", "budgets", "budget_action"}));
     PriceCatalog c;
     Path cur = Join(path, "currency");

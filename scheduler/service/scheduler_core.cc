@@ -610,6 +610,12 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
   // rule may carry one: RanksPerNode runs them per device, as the worker.
   const int ranks_per_node = RanksPerNode(spec);
   const std::string master_addr = workers_[master_worker].info.address();
+  std::vector<std::string> node_addrs(placement.nodes.size());
+  for (const NodeAssignment& n : placement.nodes) {
+    const std::string& addr = workers_[n.worker_id].info.address();
+    if (n.node_rank >= 0 && n.node_rank < nnodes)
+      node_addrs[n.node_rank] = addr.empty() ? "127.0.0.1" : addr;
+  }
   for (size_t i = 0; i < placement.nodes.size(); ++i) {
     const NodeAssignment& n = placement.nodes[i];
     Alloc a;
@@ -643,6 +649,7 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     assign->set_master_port(master_port);
     assign->set_world_size(nnodes * ranks_per_node);
     assign->set_first_rank(static_cast<int>(i) * ranks_per_node);
+    for (const std::string& addr : node_addrs) assign->add_node_addrs(addr);
     assign->set_job_created_at_ms(
         TimeUtil::TimestampToMilliseconds(job.job.created_at()));
     Send(n.worker_id, std::move(msg));

@@ -73,6 +73,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   entry.last_seen = absl::Now();
   entry.gpu_type = gpu_type;
   entry.price = price;
+  metrics_->KnownPool(hello.region(), gpu_type,
+                      options_.pricing ? options_.pricing->currency() : "");
   // A worker that is still stopping stays unschedulable across the new
   // stream; any other hello is a worker ready for work.
   entry.stop_reason = hello.shutting_down();
@@ -504,6 +506,11 @@ void SchedulerCore::OnProgress(const v1::ProgressReport& report) {
   ActiveJob& job = j->second;
   v1::Progress progress = report.progress();
   *progress.mutable_updated_at() = TimeUtil::GetCurrentTime();
+  // The final summary line does not repeat the run's length.
+  if (progress.total_steps() == 0)
+    progress.set_total_steps(job.job.progress().total_steps());
+  if (progress.total_epochs() == 0)
+    progress.set_total_epochs(job.job.progress().total_epochs());
   *job.job.mutable_progress() = progress;
   const absl::Time now = absl::Now();
   // Bounded write rate; a final accuracy is always written.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/idle/policy.h"
 
 namespace tupa::scheduler {
 namespace {
@@ -198,7 +199,12 @@ SchedulerMetrics::SchedulerMetrics()
                     "transaction (group commit of the scheduling loop).")
               .Register(*registry_)
               .Add({}, prometheus::Histogram::BucketBoundaries{
-                           1, 4, 16, 64, 256, 1024, 4096})) {}
+                           1, 4, 16, 64, 256, 1024, 4096})) {
+  // The zombie-job actions are known up front; pools come with workers
+  // (KnownPool).
+  for (const char* action : {"flag", "cancel"})
+    zombies_.Add({{"action", action}});
+}
 
 void SchedulerMetrics::BatchCommitted(size_t changes) {
   write_batch_.Observe(static_cast<double>(changes));
@@ -286,6 +292,18 @@ void SchedulerMetrics::ScaleUpRequested(const std::string& pool) {
 
 void SchedulerMetrics::ZombieJob(const std::string& action) {
   zombies_.Add({{"action", action}}).Increment();
+}
+
+void SchedulerMetrics::KnownPool(const std::string& region,
+                                 const std::string& gpu_type,
+                                 const std::string& currency) {
+  // Family::Add returns the existing child when there is one.
+  idle_shutdowns_.Add({{"gpu_type", gpu_type}});
+  saved_per_hour_.Add({{"gpu_type", gpu_type}});
+  scale_ups_.Add({{"pool", idle::PoolKey(region, gpu_type)}});
+  if (currency.empty()) return;
+  idle_cost_.Add({{"gpu_type", gpu_type}, {"currency", currency}});
+  idle_saved_.Add({{"gpu_type", gpu_type}, {"currency", currency}});
 }
 
 void SchedulerMetrics::AddCost(const std::string& team, const std::string& user,

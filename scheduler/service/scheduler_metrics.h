@@ -91,6 +91,13 @@ class SchedulerMetrics {
   void IdleShutdown(const std::string& gpu_type, double saved_per_hour);
   void ScaleUpRequested(const std::string& pool);
   void ZombieJob(const std::string& action);
+  // A worker of `region` and `gpu_type` joined: the event counters of its
+  // pool that may never fire (idle shutdowns and what they save, scale-ups,
+  // idle cost; `currency` empty without a price catalog) are exported at 0
+  // from now on, so rate() reads 0 rather than "no data". Zombie jobs'
+  // actions (flag, cancel) are exported at 0 from the start.
+  void KnownPool(const std::string& region, const std::string& gpu_type,
+                 const std::string& currency);
   // Live workers by the idle policy's verdict of the last cycle
   // (tupa_idle_workers{verdict}: BUSY, WARM_PAYS, KEEP_WARM, ...); verdicts
   // absent from `counts` read 0.

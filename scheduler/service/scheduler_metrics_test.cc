@@ -114,5 +114,33 @@ TEST(SchedulerMetricsTest, IdleVerdictsCountWorkersAndZeroTheOnesGone) {
       << text;
 }
 
+TEST(SchedulerMetricsTest, EventCountersThatMayNeverFireAreExportedAtZero) {
+  SchedulerMetrics m;
+  std::string text = Scrape(m);
+  EXPECT_NE(text.find("tupa_zombie_jobs_total{action=\"flag\"} 0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tupa_zombie_jobs_total{action=\"cancel\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("tupa_workers_lost_total 0"), std::string::npos);
+  EXPECT_EQ(text.find("tupa_scale_ups_total{"), std::string::npos);
+  m.KnownPool("sa-east-1", "A100", "USD");
+  m.KnownPool("sa-east-1", "A100", "USD");  // once per series
+  text = Scrape(m);
+  for (const char* series :
+       {"tupa_scale_ups_total{pool=\"sa-east-1/A100\"} 0",
+        "tupa_idle_shutdowns_total{gpu_type=\"A100\"} 0",
+        "tupa_idle_shutdown_saved_per_hour_total{gpu_type=\"A100\"} 0",
+        "tupa_idle_cost_total{currency=\"USD\",gpu_type=\"A100\"} 0",
+        "tupa_idle_shutdown_saved_total{currency=\"USD\",gpu_type=\"A100\"} "
+        "0"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
+  // A real event still counts from there.
+  m.ScaleUpRequested("sa-east-1/A100");
+  EXPECT_NE(Scrape(m).find("tupa_scale_ups_total{pool=\"sa-east-1/A100\"} 1"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tupa::scheduler

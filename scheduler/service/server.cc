@@ -14,6 +14,7 @@
 #include "common/metrics.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
+#include "common/yaml_fields.h"
 
 namespace tupa::scheduler {
 
@@ -40,73 +41,53 @@ absl::Status LoadPricingFile(const std::string& path,
 
 namespace {
 
-// The key of a config mapping entry; `where` names the mapping ("" = top).
-absl::StatusOr<std::string> ConfigKey(const YAML::Node& key,
-                                      const std::string& path,
-                                      const std::string& where) {
-  if (!key.IsScalar())
-    return absl::InvalidArgumentError(
-        absl::StrCat("config ", path, ": ", where.empty() ? "" : where + ": ",
-                     "keys must be setting names"));
-  return key.Scalar();
+// An error about a setting, prefixed with the config file it is in.
+absl::Status InFile(const std::string& file, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(
+      absl::StrCat("config ", file, ": ", s.message()));
 }
 
 // The `auth:` mapping of a config file.
-absl::Status MergeAuthConfig(const YAML::Node& node, const std::string& path,
+absl::Status MergeAuthConfig(const YAML::Node& node,
                              SchedulerServerOptions& options) {
-  if (!node.IsMap())
-    return absl::InvalidArgumentError(
-        absl::StrCat("config ", path,
-                     ": auth: must be a mapping (enabled, "
-                     "bootstrap_admin_token_file, join_token_file)"));
-  for (const auto& kv : node) {
-    ASSIGN_OR_RETURN(const std::string key, ConfigKey(kv.first, path, "auth"));
-    if (!kv.second.IsScalar())
-      return absl::InvalidArgumentError(
-          absl::StrCat("config ", path, ": auth.", key, ": must be a scalar"));
-    const std::string value = kv.second.Scalar();
-    if (key == "enabled") {
-      if (value == "true") {
-        options.auth.enabled = true;
-      } else if (value == "false") {
-        options.auth.enabled = false;
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "config ", path, ": auth.enabled: must be true or false"));
-      }
-    } else if (key == "bootstrap_admin_token_file") {
-      options.auth.bootstrap_admin_token_file = value;
-    } else if (key == "join_token_file") {
-      options.auth.join_token_file = value;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config ", path, ": auth.", key, ": unknown setting"));
-    }
+  RETURN_IF_ERROR(yaml::CheckKeys(
+      node, "auth",
+      {"enabled", "bootstrap_admin_token_file", "join_token_file"}));
+  if (node["enabled"]) {
+    ASSIGN_OR_RETURN(const std::string v,
+                     yaml::Scalar(node["enabled"], "auth.enabled"));
+    if (v != "true" && v != "false")
+      return yaml::FieldError("auth.enabled", "must be true or false");
+    options.auth.enabled = v == "true";
+  }
+  if (node["bootstrap_admin_token_file"]) {
+    ASSIGN_OR_RETURN(options.auth.bootstrap_admin_token_file,
+                     yaml::Scalar(node["bootstrap_admin_token_file"],
+                                  "auth.bootstrap_admin_token_file"));
+  }
+  if (node["join_token_file"]) {
+    ASSIGN_OR_RETURN(
+        options.auth.join_token_file,
+        yaml::Scalar(node["join_token_file"], "auth.join_token_file"));
   }
   return absl::OkStatus();
 }
 
 // The `tls:` mapping of a config file: cert, key, client_ca (file paths).
-absl::Status MergeTlsConfig(const YAML::Node& node, const std::string& path,
+absl::Status MergeTlsConfig(const YAML::Node& node,
                             SchedulerServerOptions& options) {
-  if (!node.IsMap())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config ", path, ": tls: must be a mapping (cert, key, client_ca)"));
-  for (const auto& kv : node) {
-    ASSIGN_OR_RETURN(const std::string key, ConfigKey(kv.first, path, "tls"));
-    if (!kv.second.IsScalar())
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config ", path, ": tls.", key, ": must be a file path"));
-    if (key == "cert") {
-      options.tls.cert_file = kv.second.Scalar();
-    } else if (key == "key") {
-      options.tls.key_file = kv.second.Scalar();
-    } else if (key == "client_ca") {
-      options.tls.client_ca_file = kv.second.Scalar();
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config ", path, ": tls.", key, ": unknown setting"));
-    }
+  RETURN_IF_ERROR(yaml::CheckKeys(node, "tls", {"cert", "key", "client_ca"}));
+  struct {
+    const char* key;
+    std::string* file;
+  } files[] = {{"cert", &options.tls.cert_file},
+               {"key", &options.tls.key_file},
+               {"client_ca", &options.tls.client_ca_file}};
+  for (const auto& f : files) {
+    if (!node[f.key]) continue;
+    ASSIGN_OR_RETURN(*f.file,
+                     yaml::Scalar(node[f.key], yaml::Join("tls", f.key)));
   }
   return absl::OkStatus();
 }
@@ -155,7 +136,9 @@ absl::Status MergeConfigFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat("config ", path, ": must be a mapping"));
   for (const auto& kv : root) {
-    ASSIGN_OR_RETURN(const std::string key, ConfigKey(kv.first, path, ""));
+    auto parsed_key = yaml::Key(kv.first, "", "settings");
+    if (!parsed_key.ok()) return InFile(path, parsed_key.status());
+    const std::string& key = *parsed_key;
     if (key == "idle_shutdown" || key == "scale_up" || key == "zombie_jobs") {
       if (!options.core.idle) {
         auto policy = idle::ParseIdlePolicy(root);  // reads all three sections
@@ -167,11 +150,11 @@ absl::Status MergeConfigFile(const std::string& path,
       continue;
     }
     if (key == "auth") {
-      RETURN_IF_ERROR(MergeAuthConfig(kv.second, path, options));
+      RETURN_IF_ERROR(InFile(path, MergeAuthConfig(kv.second, options)));
       continue;
     }
     if (key == "tls") {
-      RETURN_IF_ERROR(MergeTlsConfig(kv.second, path, options));
+      RETURN_IF_ERROR(InFile(path, MergeTlsConfig(kv.second, options)));
       continue;
     }
     if (key == "pricing") {

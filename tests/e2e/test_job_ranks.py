@@ -1,6 +1,8 @@
 """A 2-node x 2-GPU command job runs 4 ranks with the PyTorch-launcher
-environment (issue 2, must-show 2)."""
+environment (issue 2, must-show 2), and TensorFlow's TF_CONFIG and
+Horovod's variables in both launch modes (issue 19)."""
 
+import json
 import re
 import unittest
 
@@ -57,6 +59,42 @@ class JobRanksTest(unittest.TestCase):
                 none = c.cli("logs", *args, str(job["id"]))
                 self.assertEqual(none.code, 3, none)
                 self.assertIn(says, none.stderr)
+            self.check_framework_env(c, "per-gpu", 4)
+            self.check_framework_env(c, "per-node", 2)
+
+    def check_framework_env(self, c, launch, processes):
+        """Every process's TF_CONFIG lists them all in rank order, each on its
+        node's host, and names itself; Horovod's variables match the ranks."""
+        job = c.submit("--nodes", "2", "--gpus", "2", "--launch", launch, "--", "sh", "-c",
+                       'echo "TF $RANK $TF_CONFIG"; echo "HVD $RANK $HOROVOD_RANK '
+                       '$HOROVOD_SIZE $HOROVOD_LOCAL_RANK $HOROVOD_LOCAL_SIZE '
+                       '$HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE $HOROVOD_CONTROLLER '
+                       '$HOROVOD_GLOO_RENDEZVOUS_ADDR:$HOROVOD_GLOO_RENDEZVOUS_PORT '
+                       '$NODE_RANK $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT"')
+        c.wait_job(job["id"], "SUCCEEDED", timeout=60)
+        # Prefixed lines are whole lines per rank; drop the prefix.
+        out = re.sub(r"(?m)^\[rank \d+\] ", "", c.cli("logs", str(job["id"])).stdout)
+        tf = {int(l.split(" ", 2)[1]): json.loads(l.split(" ", 2)[2])
+              for l in out.splitlines() if l.startswith("TF ")}
+        self.assertEqual(sorted(tf), list(range(processes)), out)
+        workers = tf[0]["cluster"]["worker"]
+        self.assertEqual(len(workers), processes, tf[0])
+        self.assertEqual(len(set(workers)), processes, tf[0])
+        for rank, conf in tf.items():
+            self.assertEqual(conf["cluster"]["worker"], workers)
+            self.assertEqual(conf["task"], {"type": "worker", "index": rank})
+        hvd = [l.split() for l in out.splitlines() if l.startswith("HVD ")]
+        self.assertEqual(len(hvd), processes, out)
+        per_node = processes // 2
+        for (_, rank, h_rank, size, local, local_size, cross, cross_size, ctl,
+             rendezvous, node, local_rank, master) in hvd:
+            self.assertEqual((h_rank, size, local, local_size, cross, cross_size, ctl),
+                             (rank, str(processes), local_rank, str(per_node), node, "2",
+                              "gloo"), hvd)
+            host, port = master.rsplit(":", 1)
+            self.assertEqual(rendezvous, f"{host}:{int(port) + 1}")
+            self.assertEqual(workers[int(rank)].rsplit(":", 1)[1],
+                             str(int(port) + 2 + int(rank)))
 
     def test_failing_rank_fails_the_job_with_its_exit_code(self):
         with Cluster(workers=1, gpus_per_worker=2) as c:

@@ -42,6 +42,8 @@ std::vector<v1::Progress> ExtractProgress(std::string& buffer,
     if (num("param_bytes", &v)) {
       p.set_param_bytes_per_rank(static_cast<int64_t>(v));
     }
+    if (num("total_steps", &v)) p.set_total_steps(static_cast<int64_t>(v));
+    if (num("total_epochs", &v)) p.set_total_epochs(static_cast<int32_t>(v));
     if (num("test_accuracy", &v)) {
       p.set_test_accuracy(v);
       any = true;

@@ -1,8 +1,8 @@
 // Turns the trainer's `--json` output lines into Progress updates.
 // tupa-train prints one JSON object per logged step ({"step", "epoch",
-// "loss", "samples_per_s", "layout", "param_bytes"}) and a final
-// {"summary": true, ..., "test_accuracy"} line; anything else is ordinary
-// log output.
+// "loss", "samples_per_s", "layout", "param_bytes", "total_steps",
+// "total_epochs"}) and a final {"summary": true, ..., "test_accuracy"}
+// line; anything else is ordinary log output.
 #ifndef TUPA_WORKER_AGENT_PROGRESS_PARSER_H_
 #define TUPA_WORKER_AGENT_PROGRESS_PARSER_H_
 

@@ -19,6 +19,16 @@ TEST(ExtractProgress, ParsesStepLinesAcrossChunkBoundaries) {
   EXPECT_TRUE(buffer.empty());
 }
 
+TEST(ExtractProgress, StepLinesCarryTheRunsLength) {
+  std::string buffer;
+  auto p = ExtractProgress(buffer,
+                           "{\"step\": 50, \"epoch\": 0, \"loss\": 1.5, "
+                           "\"total_steps\": 4690, \"total_epochs\": 10}\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].total_steps(), 4690);
+  EXPECT_EQ(p[0].total_epochs(), 10);
+}
+
 TEST(ExtractProgress, SummaryCarriesTestAccuracy) {
   std::string buffer;
   auto p = ExtractProgress(buffer,

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "worker/agent/framework_env.h"
 
 namespace tupa::worker {
 namespace {
@@ -105,6 +106,7 @@ std::vector<RankProcess> PlanRanks(const v1::Assign& assign,
     env["TUPA_ATTEMPT"] = absl::StrCat(assign.attempt());
     env["TUPA_CHECKPOINT_DIR"] = options.checkpoint_dir;
     if (!spec.name().empty()) env["TUPA_JOB_NAME"] = spec.name();
+    AddFrameworkEnv(assign, {r.global_rank, local, local_world}, env);
     const double share = spec.resources().gpus();
     if (share > 0 && share < 1) AddShareEnv(assign, share, options, env);
     if (options.emulated_devices) {

@@ -38,7 +38,8 @@ struct RankPlanOptions {
 };
 
 // One process per device (per-gpu, and always for train jobs) or one per
-// node (per-node, for torchrun).
+// node (per-node, for torchrun). Each gets the PyTorch launcher variables
+// and TensorFlow's and Horovod's (framework_env.h).
 //
 // A fractional job (0 < gpus < 1) gets one device, shared (time-sliced)
 // with other fractional jobs, and in its environment: TUPA_GPU_SHARE (the

@@ -11,21 +11,22 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/train_defaults.h"
 #include "worker/trainer/backend.h"
 
 namespace tupa::trainer {
 
 struct OptimizerConfig {
-  std::string name = "adamw";  // "adamw" | "sgd"
-  double lr = 1e-3;
-  double weight_decay = 0.01;
-  double momentum = 0.9;  // sgd
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
+  std::string name = train_defaults::kOptimizer;  // "adamw" | "sgd"
+  double lr = train_defaults::kLr;
+  double weight_decay = train_defaults::kAdamwWeightDecay;
+  double momentum = train_defaults::kMomentum;  // sgd
+  double beta1 = train_defaults::kBeta1;
+  double beta2 = train_defaults::kBeta2;
+  double eps = train_defaults::kEps;
   int64_t warmup_steps = 0;
-  std::string schedule = "constant";  // "constant" | "cosine"
-  double grad_clip = 0.0;             // 0 = off
+  std::string schedule = train_defaults::kSchedule;  // "constant" | "cosine"
+  double grad_clip = 0.0;                            // 0 = off
 };
 
 // Learning rate for 1-based `step` of `total_steps`: linear warmup over

@@ -23,6 +23,7 @@
 #include "common/checkpoint_fence.h"
 #include "common/status_macros.h"
 #include "common/train_parallel_spec.h"
+#include "common/train_defaults.h"
 #include "worker/trainer/checkpoint.h"
 #include "worker/trainer/cpu/cpu_backend.h"
 #include "worker/trainer/grad_buckets.h"
@@ -119,6 +120,11 @@ class Run {
   std::string Layout() const { return absl::StrCat(tensor(), "x", dp_size()); }
   std::string ShardDir() const {
     return ShardCheckpointDir(options_.checkpoint_dir, tp_rank(), tensor());
+  }
+  // Epochs the run touches (the last one may be partial with `steps`).
+  int64_t TotalEpochs() const {
+    const int64_t per_epoch = std::max<int64_t>(1, sampler_->steps_per_epoch());
+    return (total_steps_ + per_epoch - 1) / per_epoch;
   }
   int64_t global_batch() const {
     return static_cast<int64_t>(config_.batch_size) * dp_size();
@@ -550,11 +556,13 @@ absl::StatusOr<RunSummary> Run::Execute() {
         out_ << absl::StrFormat(
             "{\"step\": %d, \"epoch\": %d, \"loss\": %.9g, "
             "\"samples_per_s\": %.1f, \"lr\": %.6g, \"rank\": %d, "
-            "\"layout\": \"%s\", \"param_bytes\": %d%s}\n",
+            "\"layout\": \"%s\", \"param_bytes\": %d, "
+            "\"total_steps\": %d, \"total_epochs\": %d%s}\n",
             done, epoch, last_loss_, sps,
             LearningRate(config_.optimizer,
                          std::max<int64_t>(1, optimizer_steps_), total_steps_),
-            options_.rank, Layout(), param_bytes_, checksum);
+            options_.rank, Layout(), param_bytes_, total_steps_,
+            TotalEpochs(), checksum);
       } else {
         out_ << absl::StrFormat(
             "step %d/%d  epoch %d  loss %.6f  %.0f samples/s%s\n", done,
@@ -606,8 +614,9 @@ double DoubleOr(double v, double d) { return v > 0 ? v : d; }
 }  // namespace
 
 absl::StatusOr<TrainConfig> TrainConfigFromSpec(const v1::TrainSpec& spec) {
+  namespace d = train_defaults;
   TrainConfig c;
-  if (!spec.model().type().empty() && spec.model().type() != "mlp") {
+  if (!spec.model().type().empty() && spec.model().type() != d::kModelType) {
     return absl::InvalidArgumentError(
         absl::StrCat("train.model.type: only \"mlp\" is supported, got \"",
                      spec.model().type(), "\""));
@@ -624,7 +633,7 @@ absl::StatusOr<TrainConfig> TrainConfigFromSpec(const v1::TrainSpec& spec) {
     }
   }
   c.data.format =
-      spec.data().format().empty() ? "synthetic" : spec.data().format();
+      spec.data().format().empty() ? d::kDataFormat : spec.data().format();
   c.data.path = spec.data().path();
   c.data.samples = spec.data().samples();
   c.data.test_samples = spec.data().test_samples();
@@ -634,26 +643,27 @@ absl::StatusOr<TrainConfig> TrainConfigFromSpec(const v1::TrainSpec& spec) {
         "train: batch_size, epochs, steps, checkpoint_every and log_every "
         "must not be negative");
   }
-  c.batch_size = IntOr(spec.batch_size(), 128);
-  c.epochs = IntOr(spec.epochs(), 1);
+  c.batch_size = IntOr(spec.batch_size(), d::kBatchSize);
+  c.epochs = IntOr(spec.epochs(), d::kEpochs);
   c.steps = spec.steps();
   c.checkpoint_every = spec.checkpoint_every();
   c.seed = spec.seed();
-  c.log_every = IntOr(spec.log_every(), 50);
+  c.log_every = spec.log_every() > 0 ? spec.log_every() : d::kLogEvery;
   c.tensor_parallel = TensorParallelOf(spec);
   ASSIGN_OR_RETURN(c.precision, ParsePrecision(spec.precision()));
   const v1::OptimizerSpec& o = spec.optimizer();
-  c.optimizer.name = o.name().empty() ? "adamw" : o.name();
-  c.optimizer.lr = DoubleOr(o.lr(), 1e-3);
-  c.optimizer.weight_decay = o.weight_decay() > 0
-                                 ? o.weight_decay()
-                                 : (c.optimizer.name == "adamw" ? 0.01 : 0.0);
-  c.optimizer.momentum = o.momentum() > 0 ? o.momentum() : 0.9;
-  c.optimizer.beta1 = DoubleOr(o.beta1(), 0.9);
-  c.optimizer.beta2 = DoubleOr(o.beta2(), 0.999);
-  c.optimizer.eps = DoubleOr(o.eps(), 1e-8);
+  c.optimizer.name = o.name().empty() ? d::kOptimizer : o.name();
+  c.optimizer.lr = DoubleOr(o.lr(), d::kLr);
+  c.optimizer.weight_decay =
+      o.weight_decay() > 0
+          ? o.weight_decay()
+          : (c.optimizer.name == "adamw" ? d::kAdamwWeightDecay : 0.0);
+  c.optimizer.momentum = DoubleOr(o.momentum(), d::kMomentum);
+  c.optimizer.beta1 = DoubleOr(o.beta1(), d::kBeta1);
+  c.optimizer.beta2 = DoubleOr(o.beta2(), d::kBeta2);
+  c.optimizer.eps = DoubleOr(o.eps(), d::kEps);
   c.optimizer.warmup_steps = std::max(0, o.warmup_steps());
-  c.optimizer.schedule = o.schedule().empty() ? "constant" : o.schedule();
+  c.optimizer.schedule = o.schedule().empty() ? d::kSchedule : o.schedule();
   c.optimizer.grad_clip = std::max(0.0, o.grad_clip());
   if (c.optimizer.name != "adamw" && c.optimizer.name != "sgd") {
     return absl::InvalidArgumentError(

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/train_defaults.h"
 #include "tupa/v1/job.pb.h"
 #include "worker/trainer/backend.h"
 #include "worker/trainer/dataset.h"
@@ -39,14 +40,14 @@ namespace tupa::trainer {
 struct TrainConfig {
   std::vector<int> widths;
   DataConfig data;
-  int batch_size = 128;  // per rank
-  int epochs = 1;
+  int batch_size = train_defaults::kBatchSize;  // per rank
+  int epochs = train_defaults::kEpochs;
   int64_t steps = 0;  // > 0: stop after this many steps (overrides epochs)
   OptimizerConfig optimizer;
   Precision precision = Precision::kFp32;
   int64_t checkpoint_every = 0;  // steps; 0 = off
   uint64_t seed = 0;
-  int64_t log_every = 50;
+  int64_t log_every = train_defaults::kLogEvery;
   int tensor_parallel = 1;  // train.parallel.tensor
 };
 
