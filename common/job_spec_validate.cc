@@ -1,3 +1,4 @@
+#include "common/job_spec.h"
 #include "common/train_parallel_spec.h"
 #include "common/job_spec_validate.h"
 
