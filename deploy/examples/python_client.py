@@ -42,9 +42,30 @@ for job in jobs:
     print(f"{done.spec.name}: {done.state} accuracy {done.progress.test_accuracy:.4f} "
           f"cost {done.cost} {done.currency}")
 
-# %% What the team spent.
-for row in client.cost(by="team", since="1d").rows:
-    print(row.key, row.cost)
+# %% Replicas with other seeds as one job array: one call, at most 2 at once.
+# From YAML text, {{index}} may stand anywhere (here the seed): the
+# scheduler substitutes each task's index before parsing.
+SEEDS = """
+name: fmnist-seed-{{index}}
+team: demo
+resources: {gpus: 1}
+max_runtime: 30m
+train:
+  model: {type: mlp, layers: [784, 256, 128, 10]}
+  data: {format: idx, path: /usr/share/datasets/fashion-mnist}
+  batch_size: 128
+  epochs: 1
+  seed: {{index}}
+"""
+seeds = client.submit_array(SEEDS, "1-3%2")
+for task in client.wait_array(seeds.id, timeout=3600):
+    print(f"seed {task.spec.array.index}: {task.state} "
+          f"accuracy {task.progress.test_accuracy:.4f}")
+
+# %% What the team spent (and the array, as one row).
+for by in ("team", "array"):
+    for row in client.cost(by=by, since="1d").rows:
+        print(by, row.key, row.cost)
 
 # %% Mistakes name the field.
 try:

@@ -127,6 +127,47 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(report.group_by, "team")
         self.assertTrue(report.currency)
 
+    def test_job_array_runs_within_its_limit_and_is_costed_and_cancelled(self):
+        sweep = self.c.submit_array(
+            {"name": "py-arr-{{index}}", "team": "pysweep",
+             "command": ["sh", "-c", "echo task-$TUPA_ARRAY_INDEX-$LR; sleep 1"],
+             "env": {"LR": "lr{{index}}"}}, "0-5%2", cpu=0.1)
+        self.assertGreater(sweep.id, 0)
+        self.assertEqual(sweep.size, 6)
+        self.assertEqual(sweep.first.spec.array.array_id, sweep.id)
+        tasks = self.c.wait_array(sweep.id, timeout=120)
+        self.assertEqual([t.spec.array.index for t in tasks], list(range(6)))
+        self.assertEqual([t.spec.name for t in tasks], [f"py-arr-{i}" for i in range(6)])
+        self.assertEqual({t.state for t in tasks}, {"SUCCEEDED"}, tasks)
+        for t in tasks:
+            self.assertEqual(list(self.c.logs(t.id, follow=False))[:1],
+                             [f"task-{t.spec.array.index}-lr{t.spec.array.index}"])
+        # %2: never more than two tasks ran at once.
+        spans = [(t.started_at.ToMilliseconds(), t.finished_at.ToMilliseconds()) for t in tasks]
+        most = max(sum(1 for s, e in spans if s <= at < e) for at, _ in spans)
+        self.assertLessEqual(most, 2, spans)
+        rows = {r.key: r for r in self.c.cost(by="array", since="1h").rows}
+        self.assertIn(str(sweep.id), rows)
+        # Cancel ends what has not run; a task list shows it.
+        long = self.c.submit_array({"command": ["sleep", "600"]}, "0-9%1", cpu=0.1)
+        self.assertEqual(self.c.cancel_array(long.id, reason="py test"), 10)
+        tasks = self.c.wait_array(long.id, timeout=60)
+        self.assertEqual({t.state for t in tasks}, {"CANCELLED"})
+        # From YAML text {{index}} may stand in a number: substituted first.
+        text = TRAIN_YAML.replace("steps: 40", "steps: {{index}}0").replace(
+            "name: py-yaml-train", "name: py-arr-train-{{index}}")
+        trains = self.c.submit_array(text, "1,2")
+        tasks = self.c.wait_array(trains.id, timeout=120)
+        self.assertEqual([(t.spec.name, t.spec.train.steps, t.progress.step, t.state)
+                          for t in tasks],
+                         [("py-arr-train-1", 10, 10, "SUCCEEDED"),
+                          ("py-arr-train-2", 20, 20, "SUCCEEDED")])
+        with self.assertRaises(tupa.InvalidArgument) as ctx:
+            self.c.submit_array({"command": ["true"]}, "5-2")
+        self.assertEqual(ctx.exception.field, "array", ctx.exception)
+        with self.assertRaises(tupa.NotFound):
+            self.c.tasks(987654321)
+
     def test_unreachable_scheduler_raises_unavailable(self):
         c = tupa.Client(scheduler="127.0.0.1:9", timeout=2, retry_for=0.5)
         with self.assertRaises(tupa.Unavailable) as ctx:

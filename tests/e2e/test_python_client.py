@@ -7,7 +7,8 @@ and a dead proxy, so nothing can be downloaded; the stubs are generated
 from proto/ during the install. Then py_client_checks.py runs with that
 venv's interpreter against a private stack: submit from a dict, a YAML
 text and a YAML file, wait, logs (followed), cancel, an invalid spec raises
-naming the field, a missing job raises NotFound.
+naming the field, a missing job raises NotFound, and a job array (its %N
+limit, cost by array, cancel of the rest).
 """
 
 import os

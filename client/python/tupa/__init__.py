@@ -13,8 +13,8 @@ from tupa.client import Client
 from tupa.errors import (DeadlineExceeded, FailedPrecondition, InvalidArgument,
                          NotFound, PermissionDenied, TupaError, Unauthenticated,
                          Unavailable, WaitTimeout)
-from tupa.job import TERMINAL, Job
+from tupa.job import TERMINAL, Job, JobArray
 
-__all__ = ["Client", "Job", "TERMINAL", "TupaError", "InvalidArgument", "NotFound",
+__all__ = ["Client", "Job", "JobArray", "TERMINAL", "TupaError", "InvalidArgument", "NotFound",
            "PermissionDenied", "Unauthenticated", "FailedPrecondition",
            "Unavailable", "DeadlineExceeded", "WaitTimeout"]

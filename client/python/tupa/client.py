@@ -6,6 +6,9 @@
     for line in c.logs(job.id):            # follows until the job ends
         print(line)
     job = c.wait(job.id, timeout=3600)
+    sweep = c.submit_array({"command": ["train.sh", "--lr-index", "{{index}}"]},
+                           "0-99%10")       # 100 tasks, at most 10 running
+    tasks = c.wait_array(sweep.id)
 
 Every call has a deadline; UNAVAILABLE is retried for `retry_for` seconds
 (a submit keeps one idempotency key across its retries, so it never makes
@@ -22,11 +25,12 @@ import grpc
 from google.protobuf import timestamp_pb2
 
 from tupa import errors, spec as specs
-from tupa.job import Job, TERMINAL
+from tupa.job import Job, JobArray, TERMINAL
 from tupa.v1 import job_pb2, job_service_pb2, job_service_pb2_grpc
 
 DEFAULT_SCHEDULER = "localhost:50051"
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
+_ARRAY_LIMIT = 10000  # the scheduler's largest array
 _SINCE = {"h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -119,17 +123,77 @@ class Client:
             spec=job_spec, idempotency_key=idempotency_key or f"py-{uuid.uuid4()}")
         return Job(self._call(self._jobs.SubmitJob, request).job)
 
+    def submit_array(self, spec, array, idempotency_key=None, **overrides):
+        """Submits a job array: one task per index, committed together or
+        not at all; returns a JobArray (id, size, first task).
+
+        array: Slurm's syntax, e.g. "0-99", "0-99%10" (at most 10 running
+          at once), "1,3,8-16:4". Each task's `{{index}}` in the command,
+          env values and name is replaced by its index, and the task gets
+          TUPA_ARRAY_JOB_ID and TUPA_ARRAY_INDEX.
+        spec and overrides as for submit(). A spec given as YAML (a path or
+        text) with no overrides is sent as text and `{{index}}` may stand
+        anywhere in it (e.g. `seed: {{index}}`); the scheduler substitutes
+        before parsing. Raises InvalidArgument naming "array" for a bad
+        expression.
+        """
+        if not isinstance(array, str) or not array.strip():
+            raise errors.invalid("array", "give the indexes as text, e.g. \"0-99%10\"")
+        request = job_service_pb2.SubmitJobRequest(
+            array=array.strip(), idempotency_key=idempotency_key or f"py-{uuid.uuid4()}")
+        text = None if overrides else specs.yaml_text(spec)
+        if text is not None:
+            request.spec_yaml = text
+        else:
+            request.spec.CopyFrom(specs.build(spec, overrides))
+        response = self._call(self._jobs.SubmitJob, request)
+        return JobArray(response.array_id, response.array_size, Job(response.job))
+
     def get(self, job_id):
         """The job (a Job); NotFound when there is none."""
         return Job(self._call(self._jobs.GetJob, job_service_pb2.GetJobRequest(id=int(job_id))))
 
-    def list(self, state=None, user=None, team=None, limit=0):
-        """Jobs, newest first; state: a name ("RUNNING") or a list of them."""
+    def list(self, state=None, user=None, team=None, limit=0, array_id=0):
+        """Jobs, newest first; state: a name ("RUNNING") or a list of them;
+        array_id: only that job array's tasks (every one, each a Job)."""
         states = [state] if isinstance(state, str) else list(state or [])
         request = job_service_pb2.ListJobsRequest(
             states=[_state_value(s) for s in states], user=user or "", team=team or "",
-            limit=limit)
+            limit=limit, array_id=int(array_id))
         return [Job(j) for j in self._call(self._jobs.ListJobs, request).jobs]
+
+    def tasks(self, array_id, state=None):
+        """The tasks of a job array, in index order; NotFound when there is
+        no such array."""
+        size = _ARRAY_LIMIT
+        jobs = self.list(state=state, array_id=array_id, limit=size)
+        if not jobs and state is None:
+            raise errors.NotFound(f"job array {array_id} not found",
+                                  code=grpc.StatusCode.NOT_FOUND)
+        return sorted(jobs, key=lambda j: j.proto.spec.array.index)
+
+    def cancel_array(self, array_id, reason=""):
+        """Cancels every task of the array that has not ended; returns how
+        many this call ended."""
+        request = job_service_pb2.CancelArrayRequest(array_id=int(array_id), reason=reason)
+        return self._call(self._jobs.CancelArray, request).cancelled
+
+    def wait_array(self, array_id, timeout=None, poll=1.0):
+        """Blocks until every task of the array has ended; returns the tasks
+        in index order (check each state). Raises WaitTimeout after
+        `timeout` seconds, carrying the tasks as last seen in `job`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            tasks = self.tasks(array_id)
+            if all(t.done for t in tasks):
+                return tasks
+            if deadline is not None and time.monotonic() >= deadline:
+                left = sum(1 for t in tasks if not t.done)
+                raise errors.WaitTimeout(
+                    f"job array {array_id}: {left} of {len(tasks)} tasks not ended "
+                    f"after {timeout}s", job=tasks)
+            time.sleep(poll if deadline is None else
+                       max(0.0, min(poll, deadline - time.monotonic())))
 
     def cancel(self, job_id, reason=""):
         """Cancels a job; returns it."""
@@ -200,7 +264,7 @@ class Client:
     def cost(self, by="team", since="7d", until=None):
         """The cost report (CostReport: currency, rows, total, idle_cost).
 
-        by: team, user, gpu-type, region, day or job. since: "7d", "24h",
+        by: team, user, gpu-type, region, day, job or array. since: "7d", "24h",
         "2w" or a datetime; until: a datetime (default now).
         """
         request = job_service_pb2.CostReportRequest(group_by=by)

@@ -29,3 +29,19 @@ class Job:
 
     def __repr__(self):
         return f"Job(id={self.proto.id}, name={self.proto.spec.name!r}, state={self.state})"
+
+
+class JobArray:
+    """A submitted job array: `id` (for list/tasks/cancel_array/wait_array
+    and cost(by="array")), `size` (tasks) and `first` (its first task, a
+    Job). Each task is a Job whose spec.array holds array_id and index."""
+
+    __slots__ = ("id", "size", "first")
+
+    def __init__(self, array_id, size, first):
+        self.id = array_id
+        self.size = size
+        self.first = first
+
+    def __repr__(self):
+        return f"JobArray(id={self.id}, size={self.size}, first={self.first.id})"

@@ -38,23 +38,28 @@ OVERRIDES = {
 }
 
 
-def load(spec):
-    """A spec dict from a dict (copied), a path to a YAML file or YAML text."""
+def yaml_text(spec):
+    """The YAML text of a spec given as a path or as text; None for a dict."""
     if isinstance(spec, dict):
-        return _copy(spec)
+        return None
     if isinstance(spec, os.PathLike) or (
             isinstance(spec, str) and "\n" not in spec and os.path.isfile(spec)):
         try:
             with open(spec, encoding="utf-8") as f:
-                text = f.read()
+                return f.read()
         except OSError as e:
             raise invalid("spec", f"cannot read {spec}: {e.strerror}") from None
-        return _parse_yaml(text)
     if isinstance(spec, str):
         if "\n" not in spec and spec.strip().endswith((".yaml", ".yml")):
             raise invalid("spec", f"no such file: {spec}")
-        return _parse_yaml(spec)
+        return spec
     raise invalid("spec", f"must be a dict, a path or YAML text, not {type(spec).__name__}")
+
+
+def load(spec):
+    """A spec dict from a dict (copied), a path to a YAML file or YAML text."""
+    text = yaml_text(spec)
+    return _copy(spec) if text is None else _parse_yaml(text)
 
 
 def _copy(d):
