@@ -1,7 +1,7 @@
 """Job arrays and cost that accrues while it is spent (issue 19, must-shows
 3 and 5), against the real stack: scheduler, PostgreSQL, emulated workers.
 
-- `tupa submit --array 0-59%10` makes 60 tasks in one call; the allocations
+- `tupa submit --array 0-99%10` makes 100 tasks in one call; the allocations
   PostgreSQL recorded never overlap more than 10 at once; `tupa why` on a
   held task says ARRAY_LIMIT; each task sees its index ({{index}} and
   TUPA_ARRAY_INDEX); `tupa list` shows one row; `tupa cancel ARRAY` ends the
@@ -81,13 +81,13 @@ class ArrayTest(unittest.TestCase):
                      scheduler_config=write_config()) as c:
             wait_for(lambda: len(c.workers_json()) == 2, timeout=30, message="workers up")
             # No GPU and a tenth of a core asked: the cluster could run all
-            # 60 at once; only %10 holds them back.
-            out = c.cli_json("submit", "--array", "0-59%10", "--gpus", "0", "--cpu", "0.1",
+            # 100 at once; only %10 holds them back.
+            out = c.cli_json("submit", "--array", "0-99%10", "--gpus", "0", "--cpu", "0.1",
                              "--team", "sweep", "--name", "sweep-{{index}}", "--",
                              "sh", "-c", "echo index={{index}} env=$TUPA_ARRAY_INDEX "
                              "array=$TUPA_ARRAY_JOB_ID; sleep 1")
             array_id = int(out["array_id"])
-            self.assertEqual(out["array_size"], 60, out)
+            self.assertEqual(out["array_size"], 100, out)
             first = out["job"]
             self.assertEqual(first["spec"]["name"], "sweep-0")
 
@@ -108,24 +108,24 @@ class ArrayTest(unittest.TestCase):
             rows = [l for l in table.stdout.splitlines() if l.startswith(f"{array_id} ")]
             self.assertEqual(len(rows), 1, table.stdout)
             self.assertIn("ARRAY", rows[0])
-            self.assertIn("sweep-0[0-59%10]", rows[0])
+            self.assertIn("sweep-0[0-99%10]", rows[0])
 
             def all_done():
-                jobs = c.cli_json("list", "--array", array_id, "--limit", 100).get("jobs", [])
+                jobs = c.cli_json("list", "--array", array_id, "--limit", 200).get("jobs", [])
                 states = [j["state"] for j in jobs]
-                return len(jobs) == 60 and all(s == "JOB_STATE_SUCCEEDED" for s in states)
-            wait_for(all_done, timeout=150, interval=1, message="60 tasks SUCCEEDED")
+                return len(jobs) == 100 and all(s == "JOB_STATE_SUCCEEDED" for s in states)
+            wait_for(all_done, timeout=150, interval=1, message="100 tasks SUCCEEDED")
 
             spans = psql(c, "SELECT extract(epoch FROM a.started_at), "
                             "extract(epoch FROM a.ended_at) FROM allocations a "
                             f"JOIN jobs j ON j.id = a.job_id WHERE j.array_id = {array_id}")
-            self.assertEqual(len(spans), 60)
+            self.assertEqual(len(spans), 100)
             most = max_overlap([(float(s), float(e)) for s, e in spans])
             self.assertLessEqual(most, 10, "more tasks ran at once than %10")
             self.assertGreaterEqual(most, 5, "the array barely ran in parallel")
 
             # Every task saw its own index, both ways.
-            for job in c.cli_json("list", "--array", array_id, "--limit", 100)["jobs"]:
+            for job in c.cli_json("list", "--array", array_id, "--limit", 200)["jobs"]:
                 index = job["spec"]["array"]["index"]
                 logs = c.cli("logs", job["id"])
                 self.assertIn(f"index={index} env={index} array={array_id}", logs.stdout)
