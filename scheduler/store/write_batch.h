@@ -31,7 +31,8 @@ class WriteBatch {
  public:
   // Each method queues one change and returns its index in the results of
   // CommitBatch. Their meaning is that of the JobStore method of the same
-  // name (FinishJob never closes allocations here).
+  // name (FinishJob never closes allocations here), or for CloseAllocation
+  // UsageStore's (cost: none when unpriced).
   size_t AssignJob(int64_t id, int32_t attempt,
                    std::vector<AllocationRecord> nodes);
   size_t MarkRunning(int64_t id, int32_t attempt);
