@@ -47,7 +47,7 @@ std::string NewToken() {
                         reinterpret_cast<const char*>(bytes), sizeof(bytes))));
 }
 
-Authenticator::Authenticator(JobStore* store, bool enabled,
+Authenticator::Authenticator(TokenStore* store, bool enabled,
                              absl::Duration cache_ttl)
     : store_(store), enabled_(enabled), ttl_(cache_ttl) {}
 

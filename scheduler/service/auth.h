@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "scheduler/store/job_store.h"
+#include "scheduler/store/token_store.h"
 #include "tupa/v1/job.pb.h"
 
 namespace tupa::scheduler {
@@ -58,7 +59,7 @@ std::string NewToken();
 class Authenticator {
  public:
   // `store` may be null only when `enabled` is false.
-  Authenticator(JobStore* store, bool enabled,
+  Authenticator(TokenStore* store, bool enabled,
                 absl::Duration cache_ttl = absl::Seconds(5));
 
   bool enabled() const { return enabled_; }
@@ -78,7 +79,7 @@ class Authenticator {
     absl::Time expires;
   };
 
-  JobStore* const store_;
+  TokenStore* const store_;
   const bool enabled_;
   const absl::Duration ttl_;
   absl::Mutex mu_;

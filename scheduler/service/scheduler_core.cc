@@ -19,38 +19,42 @@ namespace tupa::scheduler {
 
 using google::protobuf::util::TimeUtil;
 
-SchedulerCore::SchedulerCore(JobStore* store, SchedulerOptions options)
-    : store_(store),
+SchedulerCore::SchedulerCore(Stores* stores, SchedulerOptions options)
+    : job_store_(&stores->jobs()),
+      usage_store_(&stores->usage()),
+      worker_store_(&stores->workers()),
       options_(std::move(options)),
       logs_(absl::StrCat(options_.data_dir, "/logs")),
-      submits_(store) {}
+      submits_(job_store_) {}
 
 SchedulerCore::~SchedulerCore() { Shutdown(); }
 
 absl::Status SchedulerCore::Start() {
-  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->LoadActiveJobs());
+  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, job_store_->LoadActiveJobs());
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocs,
-                   store_->LoadOpenAllocations());
+                   usage_store_->LoadOpenAllocations());
   ASSIGN_OR_RETURN(std::vector<EndedNode> ended,
-                   store_->LoadEndedNodesOfActiveJobs());
-  ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store_->ListWorkers());
-  ASSIGN_OR_RETURN(std::vector<UptimeRecord> uptime, store_->LoadOpenUptime());
-  ASSIGN_OR_RETURN(auto stopped_reasons, store_->LastShutdownReasons());
+                   usage_store_->LoadEndedNodesOfActiveJobs());
+  ASSIGN_OR_RETURN(std::vector<v1::Worker> workers,
+                   worker_store_->ListWorkers());
+  ASSIGN_OR_RETURN(std::vector<UptimeRecord> uptime,
+                   usage_store_->LoadOpenUptime());
+  ASSIGN_OR_RETURN(auto stopped_reasons, worker_store_->LastShutdownReasons());
   // tupa_cost_accrued_total resumes from what PostgreSQL holds: closed
   // allocations here, open ones up to now below (AccrueRunningCost).
   std::vector<CostTotal> closed_cost;
   if (options_.pricing) {
-    ASSIGN_OR_RETURN(closed_cost, store_->ClosedCostTotals());
+    ASSIGN_OR_RETURN(closed_cost, usage_store_->ClosedCostTotals());
   }
   std::vector<int64_t> job_ids;
   for (const v1::Job& j : jobs) job_ids.push_back(j.id());
-  ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(job_ids));
+  ASSIGN_OR_RETURN(auto usage, usage_store_->GetJobsUsage(job_ids));
   // The tupa policy's request mix is the last jobs submitted: read them
   // back so that the first placements after a restart see the same mix.
   JobFilter recent_filter;
   recent_filter.limit = static_cast<int>(kRecentMixJobs);
   ASSIGN_OR_RETURN(std::vector<v1::Job> recent,
-                   store_->ListJobs(recent_filter));
+                   job_store_->ListJobs(recent_filter));
   // Stored spend of the teams whose pending jobs get a budget check below.
   std::map<std::string, absl::StatusOr<std::optional<pricing::Money>>> spend;
   for (const v1::Job& j : jobs)
@@ -97,10 +101,8 @@ absl::Status SchedulerCore::Start() {
       ActiveJob active;
       active.assigned_at = now;
       auto u = usage.find(j.id());
-      if (u != usage.end() && !u->second.closed_cost.empty()) {
-        auto closed = pricing::Money::FromString(u->second.closed_cost);
-        if (closed.ok()) active.closed_cost = *closed;
-      }
+      if (u != usage.end() && u->second.closed_cost.has_value())
+        active.closed_cost = *u->second.closed_cost;
       // Usage counts open allocations up to now; the view keeps the
       // closed part and adds the open ones itself.
       if (u != usage.end()) active.closed_gpu_seconds = u->second.gpu_seconds;
@@ -150,10 +152,8 @@ absl::Status SchedulerCore::Start() {
       AddAlloc({a.job_id, a.attempt, a.node_rank}, std::move(alloc));
     }
     for (const CostTotal& t : closed_cost) {
-      auto amount = pricing::Money::FromString(t.cost);
-      if (amount.ok())
-        metrics_->AddCost(t.team, t.user, t.gpu_type, t.currency,
-                          amount->ToDouble());
+      metrics_->AddCost(t.team, t.user, t.gpu_type, t.currency,
+                        t.cost.ToDouble());
     }
     AccrueRunningCost(now);
     ReconcileEndedNodes(ended);
@@ -712,7 +712,7 @@ void SchedulerCore::FinishJob(ActiveJob& job, v1::JobState state,
                               int32_t exit_code, const std::string& message) {
   const int64_t id = job.job.id();
   const int32_t attempt = job.job.attempt();
-  auto write = [store = store_, id, attempt, state, exit_code, message] {
+  auto write = [store = job_store_, id, attempt, state, exit_code, message] {
     return store->FinishJob(id, attempt, state, exit_code, message,
                             /*close_allocations=*/false);
   };
@@ -755,7 +755,7 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
     return;
   }
   CancelAttemptNodes(id, attempt, reason);
-  auto next = store_->RequeueJob(id, attempt, reason);
+  auto next = job_store_->RequeueJob(id, attempt, reason);
   if (absl::IsUnavailable(next.status())) {
     // The job waits, out of placement, until the new attempt is recorded;
     // meanwhile the exits of the cancelled nodes decide nothing.
@@ -763,7 +763,7 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
     Defer(absl::StrCat("the requeue of job ", id, " attempt ", attempt),
           [this, id, attempt, reason]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
             // Runs from RetryDeferred, under mu_.
-            auto later = store_->RequeueJob(id, attempt, reason);
+            auto later = job_store_->RequeueJob(id, attempt, reason);
             if (absl::IsUnavailable(later.status())) return later.status();
             auto j = jobs_.find(id);
             if (j == jobs_.end() || j->second.job.attempt() != attempt)
@@ -773,9 +773,10 @@ void SchedulerCore::RequeueOrFail(ActiveJob& job, const std::string& reason) {
             if (job.terminal && later.ok()) {
               // Ended meanwhile (cancelled, say): that end was written for
               // the old attempt and refused; write it for the new one.
-              return store_->FinishJob(id, *later, job.job.state(),
-                                       job.job.exit_code(), job.job.message(),
-                                       /*close_allocations=*/false);
+              return job_store_->FinishJob(id, *later, job.job.state(),
+                                           job.job.exit_code(),
+                                           job.job.message(),
+                                           /*close_allocations=*/false);
             }
             if (!job.terminal) RecordRequeue(job, later, reason);
             return absl::OkStatus();
@@ -794,7 +795,7 @@ void SchedulerCore::RecordRequeue(ActiveJob& job,
   }
   // The usual cause: an earlier RequeueJob committed but its answer was
   // lost, so the attempt fence now refuses it. PostgreSQL has the truth.
-  absl::StatusOr<v1::Job> stored = store_->GetJob(job.job.id());
+  absl::StatusOr<v1::Job> stored = job_store_->GetJob(job.job.id());
   if (stored.ok() && stored->attempt() > job.job.attempt() &&
       stored->state() == v1::JOB_STATE_PENDING) {
     MarkRequeued(job, stored->attempt(), reason);
@@ -829,8 +830,8 @@ void SchedulerCore::ReleaseStrandedAssignment(ActiveJob& job) {
   // there), or the database down: nothing to do, or the next pass retries.
   const std::string reason =
       "an assignment whose commit was in doubt was never started";
-  auto next = store_->RequeueUnstartedAssignment(job.job.id(),
-                                                 job.job.attempt(), reason);
+  auto next = job_store_->RequeueUnstartedAssignment(job.job.id(),
+                                                     job.job.attempt(), reason);
   if (next.ok()) MarkRequeued(job, *next, reason);
 }
 
@@ -885,7 +886,7 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   // spend may have changed since: refusing it would tell the client that a
   // stored job was not accepted. The lookup runs on refusals only.
   absl::StatusOr<bool> stored =
-      store_->HasIdempotencyKey(spec.user(), idempotency_key);
+      job_store_->HasIdempotencyKey(spec.user(), idempotency_key);
   if (stored.ok() && *stored) return std::string();
   return admitted;
 }
@@ -916,8 +917,8 @@ absl::StatusOr<ArraySubmitResult> SchedulerCore::SubmitArray(
     held[i] = *std::move(admitted);
   }
   ASSIGN_OR_RETURN(ArraySubmitResult result,
-                   store_->SubmitArray(std::move(tasks), array, expression,
-                                       idempotency_key));
+                   job_store_->SubmitArray(std::move(tasks), array, expression,
+                                           idempotency_key));
   for (size_t i = 0; i < result.tasks.size(); ++i)
     AddSubmitted(result.tasks[i].job, held[i], result.tasks[i].created);
   return result;
@@ -1000,7 +1001,7 @@ absl::StatusOr<v1::Job> SchedulerCore::CancelJob(int64_t id,
           absl::StrCat("job ", id, " already ended (",
                        StateName(it->second.job.state()), ")"));
     } else {
-      ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
+      ASSIGN_OR_RETURN(v1::Job job, job_store_->GetJob(id));
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", id, " already ended (", StateName(job.state()), ")"));
     }

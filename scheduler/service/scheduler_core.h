@@ -51,7 +51,10 @@
 #include "scheduler/service/scheduler_metrics.h"
 #include "scheduler/service/worker_session.h"
 #include "scheduler/store/job_store.h"
+#include "scheduler/store/stores.h"
 #include "scheduler/store/submit_batcher.h"
+#include "scheduler/store/usage_store.h"
+#include "scheduler/store/worker_store.h"
 #include "scheduler/store/write_batch.h"
 #include "tupa/v1/cluster.pb.h"
 #include "tupa/v1/job_service.pb.h"
@@ -86,7 +89,8 @@ JobRequest RequestOf(const v1::Job& job);
 
 class SchedulerCore {
  public:
-  SchedulerCore(JobStore* store, SchedulerOptions options);
+  // `stores` outlives the core.
+  SchedulerCore(Stores* stores, SchedulerOptions options);
   ~SchedulerCore();
   SchedulerCore(const SchedulerCore&) = delete;
   SchedulerCore& operator=(const SchedulerCore&) = delete;
@@ -469,7 +473,8 @@ class SchedulerCore {
                     std::string worker_id);
   void RecordEvent(const std::string& kind, const std::string& worker_id,
                    int64_t job_id, const std::string& reason,
-                   double idle_seconds = 0, const std::string& saved = "");
+                   double idle_seconds = 0,
+                   std::optional<pricing::Money> saved = std::nullopt);
   // scheduler_core_metrics.cc: a snapshot for the gauges (SchedulerMetrics::
   // Update, which the loop calls without mu_).
   MetricsView GaugesView(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -480,7 +485,9 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RetryDeferred(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  JobStore* const store_;
+  JobStore* const job_store_;
+  UsageStore* const usage_store_;
+  WorkerStore* const worker_store_;
   const SchedulerOptions options_;
   // Offsets PickMasterPort's first choice per scheduler process. Without
   // it job 1 attempt 1 gets the same port under every scheduler, and two

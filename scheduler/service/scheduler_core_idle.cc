@@ -20,9 +20,9 @@ namespace tupa::scheduler {
 void SchedulerCore::RecordEvent(const std::string& kind,
                                 const std::string& worker_id, int64_t job_id,
                                 const std::string& reason, double idle_seconds,
-                                const std::string& saved) {
-  absl::Status s = store_->RecordClusterEvent(kind, worker_id, job_id, reason,
-                                              idle_seconds, saved);
+                                std::optional<pricing::Money> saved) {
+  absl::Status s = worker_store_->RecordClusterEvent(
+      kind, worker_id, job_id, reason, idle_seconds, saved);
   if (!s.ok()) LOG(WARNING) << "recording " << kind << " event: " << s;
 }
 
@@ -148,9 +148,13 @@ void SchedulerCore::ShutDownWorker(const idle::ShutdownDecision& d) {
   v1::SchedulerMessage msg;
   msg.mutable_shutdown()->set_reason(reason);
   w.session->Push(std::move(msg));
-  std::string saved;
-  if (options_.pricing && d.saved_per_hour > 0)
-    saved = absl::StrFormat("%.6f", d.saved_per_hour);
+  std::optional<pricing::Money> saved;
+  if (options_.pricing && d.saved_per_hour > 0) {
+    // As stored before Money: the policy's figure to the micro-unit.
+    auto m =
+        pricing::Money::FromString(absl::StrFormat("%.6f", d.saved_per_hour));
+    if (m.ok()) saved = *m;
+  }
   RecordEvent("SHUTDOWN", d.worker_id, 0, reason, absl::ToDoubleSeconds(d.idle),
               saved);
   metrics_->IdleShutdown(d.gpu_type, d.saved_per_hour);

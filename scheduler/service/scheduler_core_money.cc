@@ -116,10 +116,11 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                                absl::Time end, std::optional<int32_t> exit_code,
                                std::function<void()> recorded) {
   const auto [job_id, attempt, node] = key;
-  std::string cost, currency;
+  std::optional<Money> cost;
+  std::string currency;
   if (alloc.price) {
     Money m = CostOf(alloc, end);
-    cost = m.ToString();
+    cost = m;
     currency = options_.pricing->currency();
     auto j = jobs_.find(job_id);
     if (j != jobs_.end()) j->second.closed_cost += m;
@@ -130,8 +131,9 @@ void SchedulerCore::CloseAlloc(const AllocKey& key, const Alloc& alloc,
                    << alloc.accrued << ", more than its recorded cost " << m;
     CountCost(job_id, alloc, m - alloc.accrued);
   }
-  auto write = [store = store_, job_id = job_id, attempt = attempt, node = node,
-                end_ms = absl::ToUnixMillis(end), cost, currency, exit_code] {
+  auto write = [store = usage_store_, job_id = job_id, attempt = attempt,
+                node = node, end_ms = absl::ToUnixMillis(end), cost, currency,
+                exit_code] {
     return store->CloseAllocation(job_id, attempt, node, end_ms, cost, currency,
                                   exit_code);
   };
@@ -167,7 +169,7 @@ void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {
   u.offering = worker.info.offering();
   u.gpus = worker.info.devices_size();
   u.started_at_ms = absl::ToUnixMillis(now);
-  auto id = store_->OpenUptime(u);
+  auto id = usage_store_->OpenUptime(u);
   if (!id.ok()) {
     LOG(WARNING) << "recording uptime of " << u.worker_id << ": "
                  << id.status();
@@ -179,12 +181,13 @@ void SchedulerCore::OpenUptime(WorkerEntry& worker, absl::Time now) {
 
 void SchedulerCore::CloseUptime(WorkerEntry& worker, absl::Time end) {
   if (worker.uptime_id == 0) return;
-  std::string cost, currency;
+  std::optional<Money> cost;
+  std::string currency;
   if (worker.price) {
-    cost = UptimeCost(worker, end).ToString();
+    cost = UptimeCost(worker, end);
     currency = options_.pricing->currency();
   }
-  auto write = [store = store_, id = worker.uptime_id,
+  auto write = [store = usage_store_, id = worker.uptime_id,
                 end_ms = absl::ToUnixMillis(end), cost, currency] {
     return store->CloseUptime(id, end_ms, cost, currency);
   };
@@ -224,10 +227,9 @@ absl::StatusOr<std::optional<Money>> SchedulerCore::StoredTeamSpend(
   if (!options_.pricing || !options_.pricing->MonthlyBudget(team))
     return std::optional<Money>();
   const pricing::BudgetMonth month = pricing::MonthContaining(now);
-  ASSIGN_OR_RETURN(std::string spent,
-                   store_->TeamSpend(team, absl::ToUnixMillis(month.start)));
-  ASSIGN_OR_RETURN(Money money, Money::FromString(spent));
-  return std::optional<Money>(money);
+  ASSIGN_OR_RETURN(Money spent, usage_store_->TeamSpend(
+                                    team, absl::ToUnixMillis(month.start)));
+  return std::optional<Money>(spent);
 }
 
 absl::Status SchedulerCore::CheckBudget(
@@ -436,22 +438,20 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   const int64_t since_ms = absl::ToUnixMillis(since);
   const int64_t until_ms = absl::ToUnixMillis(until);
   ASSIGN_OR_RETURN(std::vector<CostGroup> closed,
-                   store_->CostByGroup(group_by, since_ms, until_ms));
-  ASSIGN_OR_RETURN(std::vector<UsageRow> crossing,
-                   store_->CrossingAllocations(group_by, since_ms, until_ms));
-  ASSIGN_OR_RETURN(CostGroup uptime, store_->UptimeTotals(since_ms, until_ms));
+                   usage_store_->CostByGroup(group_by, since_ms, until_ms));
+  ASSIGN_OR_RETURN(
+      std::vector<UsageRow> crossing,
+      usage_store_->CrossingAllocations(group_by, since_ms, until_ms));
+  ASSIGN_OR_RETURN(CostGroup uptime,
+                   usage_store_->UptimeTotals(since_ms, until_ms));
   ASSIGN_OR_RETURN(std::vector<UsageRow> crossing_uptime,
-                   store_->CrossingUptime(since_ms, until_ms));
-  ASSIGN_OR_RETURN(std::string saved,
-                   store_->IdleShutdownSavings(
+                   usage_store_->CrossingUptime(since_ms, until_ms));
+  ASSIGN_OR_RETURN(Money saved,
+                   usage_store_->IdleShutdownSavings(
                        since_ms, absl::ToUnixMillis(std::min(until, now))));
   std::map<std::string, std::pair<double, Money>> groups;
-  for (const CostGroup& g : closed) {
-    auto m = Money::FromString(g.cost);
-    groups[g.key] = {g.gpu_seconds, m.ok() ? *m : Money()};
-  }
-  Money uptime_cost;
-  if (auto m = Money::FromString(uptime.cost); m.ok()) uptime_cost = *m;
+  for (const CostGroup& g : closed) groups[g.key] = {g.gpu_seconds, g.cost};
+  Money uptime_cost = uptime.cost;
   double uptime_seconds = uptime.gpu_seconds;
   // Spans that the window cuts count their part inside it (by day, each
   // day its part).
@@ -460,7 +460,7 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
     span.start = absl::FromUnixMillis(row.started_ms);
     span.end = absl::FromUnixMillis(row.ended_ms);
     span.gpus = row.gpus;
-    if (auto m = Money::FromString(row.cost); m.ok()) span.billed = *m;
+    span.billed = row.cost;
     span.price = PriceFor(row.region, row.gpu_type, row.offering);
     return span;
   };
@@ -556,9 +556,7 @@ absl::StatusOr<v1::CostReport> SchedulerCore::CostReport(
   const Money idle = uptime_cost > total ? uptime_cost - total : Money();
   report.set_idle_cost(idle.ToString());
   report.set_idle_gpu_seconds(std::max(0.0, uptime_seconds - total_seconds));
-  auto saved_money = Money::FromString(saved);
-  report.set_idle_shutdown_saved(
-      (saved_money.ok() ? *saved_money : Money()).ToString());
+  report.set_idle_shutdown_saved(saved.ToString());
   return report;
 }
 

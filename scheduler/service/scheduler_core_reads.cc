@@ -18,7 +18,8 @@ namespace {
 void FillStoredUsage(v1::Job& job, const JobUsage& usage) {
   job.set_gpu_seconds(usage.gpu_seconds);
   if (usage.currency.empty()) return;
-  job.set_cost(usage.closed_cost.empty() ? "0" : usage.closed_cost);
+  job.set_cost(usage.closed_cost.has_value() ? usage.closed_cost->ToString()
+                                             : "0");
   job.set_currency(usage.currency);
 }
 
@@ -81,15 +82,15 @@ void SchedulerCore::PublishReads(absl::Time now) {
 absl::StatusOr<v1::Job> SchedulerCore::GetJob(int64_t id) {
   if (auto entry = reads_.FindJob(id))
     return ReadView::Materialize(*entry, absl::Now());
-  ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
-  ASSIGN_OR_RETURN(JobUsage usage, store_->GetJobUsage(id));
+  ASSIGN_OR_RETURN(v1::Job job, job_store_->GetJob(id));
+  ASSIGN_OR_RETURN(JobUsage usage, usage_store_->GetJobUsage(id));
   FillStoredUsage(job, usage);
   return job;
 }
 
 absl::StatusOr<std::vector<v1::Job>> SchedulerCore::ListJobs(
     const JobFilter& filter) {
-  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, store_->ListJobs(filter));
+  ASSIGN_OR_RETURN(std::vector<v1::Job> jobs, job_store_->ListJobs(filter));
   const absl::Time now = absl::Now();
   std::vector<int64_t> stored;  // not in the view: usage from PostgreSQL
   for (v1::Job& job : jobs) {
@@ -101,7 +102,7 @@ absl::StatusOr<std::vector<v1::Job>> SchedulerCore::ListJobs(
     }
   }
   if (stored.empty()) return jobs;
-  ASSIGN_OR_RETURN(auto usage, store_->GetJobsUsage(stored));
+  ASSIGN_OR_RETURN(auto usage, usage_store_->GetJobsUsage(stored));
   const std::set<int64_t> from_store(stored.begin(), stored.end());
   for (v1::Job& job : jobs)
     if (from_store.count(job.id())) FillStoredUsage(job, usage[job.id()]);

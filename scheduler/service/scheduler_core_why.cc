@@ -155,7 +155,7 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
     }
   }
   // Not in the view: ended (or unknown, NotFound from the store).
-  ASSIGN_OR_RETURN(v1::Job job, store_->GetJob(id));
+  ASSIGN_OR_RETURN(v1::Job job, job_store_->GetJob(id));
   resp.set_state(job.state());
   if (job.state() == v1::JOB_STATE_PENDING) {  // committed, not queued yet
     resp.set_reason_code("SCHEDULING");

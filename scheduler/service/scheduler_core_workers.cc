@@ -67,7 +67,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
   info.set_state(entry.drain_requested ? v1::WORKER_STATE_DRAINING
                                        : v1::WORKER_STATE_UP);
   *info.mutable_connected_at() = TimeUtil::GetCurrentTime();
-  absl::Status stored = store_->UpsertWorker(info);
+  absl::Status stored = worker_store_->UpsertWorker(info);
   if (!stored.ok()) return stored;
   SetWorkerInfo(entry, std::move(info));
   entry.last_seen = absl::Now();
@@ -182,7 +182,8 @@ void SchedulerCore::MarkStopped(WorkerEntry& w, absl::Time at) {
     w.session = nullptr;
   }
   w.info.set_state(v1::WORKER_STATE_OFFLINE);
-  store_->SetWorkerState(w.info.id(), v1::WORKER_STATE_OFFLINE).IgnoreError();
+  worker_store_->SetWorkerState(w.info.id(), v1::WORKER_STATE_OFFLINE)
+      .IgnoreError();
   CloseUptime(w, at);
   stopped_reasons_[w.info.id()] = w.stop_reason;
   w.stop_reason.clear();
@@ -199,7 +200,7 @@ void SchedulerCore::WorkerLost(const std::string& id,
   if (first) {
     metrics_->WorkerLost();
     w.info.set_state(v1::WORKER_STATE_LOST);
-    store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
+    worker_store_->SetWorkerState(id, v1::WORKER_STATE_LOST).IgnoreError();
   }
   if (w.session) {
     w.session->Close();
@@ -389,7 +390,7 @@ void SchedulerCore::MaybeMarkRunning(ActiveJob& job) {
        std::get<1>(it->first) == attempt;
        ++it)
     if (!it->second.running) return;  // the gang is not complete yet
-  auto write = [store = store_, id, attempt] {
+  auto write = [store = job_store_, id, attempt] {
     absl::Status s = store->MarkRunning(id, attempt);
     // Refused: no longer ASSIGNED at this attempt (requeued or ended).
     return absl::IsFailedPrecondition(s) ? absl::OkStatus() : s;
@@ -582,7 +583,7 @@ absl::StatusOr<v1::Worker> SchedulerCore::DrainWorker(const std::string& id,
       state != v1::WORKER_STATE_DRAINING)
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", id, " is not up"));
-  absl::Status s = store_->SetWorkerDrain(id, !undo);
+  absl::Status s = worker_store_->SetWorkerDrain(id, !undo);
   if (!s.ok()) return s;
   w.drain_requested = !undo;
   if (!undo && state == v1::WORKER_STATE_UP)

@@ -36,7 +36,7 @@ void SchedulerCore::CommitQueuedWrites(bool release_lock) {
   absl::StatusOr<std::vector<absl::Status>> results =
       earlier_deferred
           ? absl::UnavailableError("earlier writes are still deferred")
-          : store_->CommitBatch(batch);
+          : job_store_->CommitBatch(batch);
   if (release_lock) mu_.Lock();
   committing_ = false;
   for (QueuedWrite& w : writes) {

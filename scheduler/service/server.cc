@@ -210,29 +210,29 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
   const absl::Time deadline = absl::Now() + connect_for;
   absl::Duration backoff = absl::Milliseconds(200);
   while (true) {
-    auto store = JobStore::Connect(options.database_url, options.database_pool);
-    if (store.ok()) {
-      server->store_ = std::move(*store);
+    // Connects and applies the migrations.
+    auto stores = Stores::Open(options.database_url, options.database_pool);
+    if (stores.ok()) {
+      server->stores_ = std::move(*stores);
       break;
     }
-    if (store.status().code() != absl::StatusCode::kUnavailable ||
+    if (stores.status().code() != absl::StatusCode::kUnavailable ||
         absl::Now() + backoff > deadline)
-      return store.status();
-    LOG(WARNING) << store.status() << "; retrying";
+      return stores.status();
+    LOG(WARNING) << stores.status() << "; retrying";
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
-  RETURN_IF_ERROR(server->store_->Migrate());
   std::error_code ec;
   std::filesystem::create_directories(options.core.data_dir, ec);
   server->core_ =
-      std::make_unique<SchedulerCore>(server->store_.get(), options.core);
+      std::make_unique<SchedulerCore>(server->stores_.get(), options.core);
   RETURN_IF_ERROR(server->core_->Start());
   ASSIGN_OR_RETURN(server->exposer_,
                    StartExposer(options.metrics_listen,
                                 server->core_->metrics().collectables()));
 
-  server->auth_ = std::make_unique<Authenticator>(server->store_.get(),
+  server->auth_ = std::make_unique<Authenticator>(&server->stores_->tokens(),
                                                   options.auth.enabled);
   if (!options.auth.enabled)
     LOG(WARNING) << "auth disabled: every caller acts as an admin (dev mode)";
@@ -241,9 +241,9 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
     ASSIGN_OR_RETURN(std::string token,
                      ReadSecretFile(options.auth.bootstrap_admin_token_file,
                                     "bootstrap_admin_token_file"));
-    RETURN_IF_ERROR(
-        server->store_->UpsertToken(HashToken(token), "admin", "", true)
-            .status());
+    RETURN_IF_ERROR(server->stores_->tokens()
+                        .UpsertToken(HashToken(token), "admin", "", true)
+                        .status());
     LOG(INFO) << "bootstrap admin token loaded (user admin)";
   }
   std::string join_token;
@@ -258,8 +258,8 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::BuildAndStart(
   server->workers_ = std::make_unique<WorkerServiceImpl>(
       server->core_.get(), std::move(join_token),
       /*require_client_cert=*/!options.tls.client_ca_file.empty());
-  server->admin_ = std::make_unique<AdminServiceImpl>(server->store_.get(),
-                                                      server->auth_.get());
+  server->admin_ = std::make_unique<AdminServiceImpl>(
+      &server->stores_->tokens(), server->auth_.get());
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
   if (!options.tls.cert_file.empty() || !options.tls.key_file.empty()) {

@@ -85,7 +85,7 @@ class SchedulerServer {
 
  private:
   SchedulerServer() = default;
-  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<Stores> stores_;
   std::unique_ptr<SchedulerCore> core_;
   std::unique_ptr<JobServiceImpl> jobs_;
   std::unique_ptr<ClusterServiceImpl> cluster_;

@@ -106,7 +106,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
 // Token administration; every call needs an admin (auth.h).
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
-  AdminServiceImpl(JobStore* store, Authenticator* auth)
+  AdminServiceImpl(TokenStore* store, Authenticator* auth)
       : store_(store), auth_(auth) {}
   grpc::Status CreateToken(grpc::ServerContext* ctx,
                            const v1::CreateTokenRequest* req,
@@ -119,7 +119,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
                            v1::ApiToken* resp) override;
 
  private:
-  JobStore* const store_;
+  TokenStore* const store_;
   Authenticator* const auth_;
 };
 

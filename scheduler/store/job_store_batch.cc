@@ -9,8 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "scheduler/store/database.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/store_internal.h"
+#include "scheduler/store/usage_store.h"
 #include "scheduler/store/write_batch.h"
 
 namespace tupa::scheduler {
@@ -28,10 +30,11 @@ size_t WriteBatch::MarkRunning(int64_t id, int32_t attempt) {
 
 size_t WriteBatch::CloseAllocation(int64_t id, int32_t attempt,
                                    int32_t node_rank, int64_t ended_at_ms,
-                                   std::string cost, std::string currency,
+                                   std::optional<pricing::Money> cost,
+                                   std::string currency,
                                    std::optional<int32_t> exit_code) {
-  closes_.push_back({size_, id, attempt, node_rank, ended_at_ms,
-                     std::move(cost), std::move(currency), exit_code});
+  closes_.push_back({size_, id, attempt, node_rank, ended_at_ms, cost,
+                     std::move(currency), exit_code});
   return size_++;
 }
 
@@ -153,7 +156,7 @@ void CloseAllocationsIn(pqxx::work& w,
     attempts.push_back(c.attempt);
     ranks.push_back(c.node_rank);
     ended.push_back(c.ended_at_ms);
-    costs.Add(c.cost);
+    costs.Add(store_internal::MoneyParam(c.cost));
     currencies.Add(c.currency);
     exits.Add(c.exit_code ? absl::StrCat(*c.exit_code) : "");
   }
@@ -228,8 +231,7 @@ absl::Status Fenced(const Touched& touched, int64_t id, int32_t attempt) {
 absl::StatusOr<std::vector<absl::Status>> JobStore::CommitBatch(
     const WriteBatch& batch) {
   if (batch.empty()) return std::vector<absl::Status>();
-  auto result = store_internal::RunTx<std::vector<absl::Status>>(
-      Acquire(),
+  auto result = db_->RunTx<std::vector<absl::Status>>(
       [&](pqxx::work& w) -> absl::StatusOr<std::vector<absl::Status>> {
         std::vector<absl::Status> out(batch.size());
         auto fence = [&](const auto& changes, auto run) {
@@ -263,8 +265,7 @@ absl::StatusOr<std::vector<absl::Status>> JobStore::CommitBatch(
   if (!batch.closes_.empty()) {
     // After the commit, and after a failure too (the commit may have
     // happened): TeamSpend's cached answers may be stale.
-    absl::MutexLock lock(&spend_mu_);
-    ++cost_generation_;
+    if (usage_ != nullptr) usage_->CostsChanged();
   }
   return result;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "scheduler/store/database.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/store_internal.h"
 
@@ -19,7 +20,6 @@ using store_internal::ArrayLiteral;
 using store_internal::FromMillis;
 using store_internal::kJobColumns;
 using store_internal::RowToJob;
-using store_internal::RunAutocommit;
 
 // Inserts every job of the batch (jobs_id_seq is the sequence of jobs.id,
 // 0001_create_jobs.sql). The job row is the submission's record: no
@@ -75,8 +75,7 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
     keys.Add(*r.idempotency_key);
     arrays.Add(absl::StrCat(r.spec->array().array_id()));
   }
-  return RunAutocommit<std::vector<SubmitResult>>(
-      Acquire(),
+  return db_->RunAutocommit<std::vector<SubmitResult>>(
       [&](pqxx::nontransaction& w)
           -> absl::StatusOr<std::vector<SubmitResult>> {
         std::vector<SubmitResult> out(requests.size());
@@ -116,7 +115,7 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
             existing_users.Take(), existing_keys.Take());
         std::map<std::pair<std::string, std::string>, v1::Job> by_key;
         for (const auto& row : stored) {
-          v1::Job job = RowToJob(row);
+          ASSIGN_OR_RETURN(v1::Job job, RowToJob(row));
           std::pair<std::string, std::string> user_key(job.spec().user(),
                                                        job.idempotency_key());
           by_key.emplace(std::move(user_key), std::move(job));
@@ -141,8 +140,8 @@ absl::StatusOr<ArraySubmitResult> JobStore::SubmitArray(
     return absl::InvalidArgumentError("array: one task per index is needed");
   ASSIGN_OR_RETURN(
       int64_t array_id,
-      RunAutocommit<int64_t>(
-          Acquire(), [&](pqxx::nontransaction& w) -> absl::StatusOr<int64_t> {
+      db_->RunAutocommit<int64_t>(
+          [&](pqxx::nontransaction& w) -> absl::StatusOr<int64_t> {
             return w.exec1("SELECT nextval('jobs_id_seq')")[0].as<int64_t>();
           }));
   std::vector<std::string> keys(tasks.size());

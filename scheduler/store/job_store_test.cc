@@ -1,94 +1,33 @@
-// JobStore against a real PostgreSQL (the ctest `postgres` fixture). Each
-// test gets a fresh database.
+// JobStore against a real PostgreSQL: submission, reads, state changes.
 #include "scheduler/store/job_store.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <fstream>
 #include <pqxx/pqxx>
-#include <random>
 #include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/store/migrations.h"
+#include "scheduler/store/store_test_fixture.h"
 #include "scheduler/store/submit_batcher.h"
 #include "scheduler/store/write_batch.h"
 
 namespace tupa::scheduler {
 namespace {
 
-v1::Worker UpWorker(const std::string& id) {
-  v1::Worker w;
-  w.set_id(id);
-  w.set_state(v1::WORKER_STATE_UP);
-  return w;
-}
-
-std::string BaseUrl() {
-  if (const char* env = std::getenv("TUPA_TEST_DATABASE_URL")) return env;
-  std::ifstream in(TUPA_TEST_PG_URL_FILE);
-  std::string url;
-  std::getline(in, url);
-  return url;
-}
-
-class JobStoreTest : public testing::Test {
- protected:
-  void SetUp() override {
-    const std::string base = BaseUrl();
-    if (base.empty()) GTEST_FAIL() << "no test PostgreSQL (run via ctest)";
-    db_ = absl::StrCat("store_test_", std::random_device{}());
-    {
-      pqxx::connection c(base);
-      pqxx::nontransaction n(c);
-      n.exec("CREATE DATABASE " + db_);
-    }
-    url_ = base.substr(0, base.rfind('/') + 1) + db_;
-    auto store = JobStore::Connect(url_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    ASSERT_TRUE(store_->Migrate().ok());
-  }
-
-  v1::JobSpec Spec(const std::string& name) {
-    v1::JobSpec spec;
-    spec.set_name(name);
-    spec.set_team("vision");
-    spec.set_priority(10);
-    spec.mutable_resources()->set_gpus(2);
-    spec.mutable_resources()->set_nodes(1);
-    spec.add_command("true");
-    return spec;
-  }
-
-  std::string db_;
-  std::string url_;
-  std::unique_ptr<JobStore> store_;
-};
-
-TEST_F(JobStoreTest, MigrateIsIdempotent) {
-  EXPECT_TRUE(store_->Migrate().ok());
-  pqxx::connection c(url_);
-  pqxx::work w(c);
-  EXPECT_EQ(w.exec("SELECT count(*) FROM schema_migrations")[0][0].as<int>(),
-            static_cast<int>(AllMigrations().size()));
-}
+class JobStoreTest : public StoreTest {};
 
 TEST_F(JobStoreTest, SubmitThenGetRoundTripsTheSpec) {
-  auto submitted = store_->SubmitJob(Spec("a"), "");
+  auto submitted = jobs_->SubmitJob(Spec("a"), "");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   EXPECT_TRUE(submitted->created);
-  auto job = store_->GetJob(submitted->job.id());
+  auto job = jobs_->GetJob(submitted->job.id());
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->spec().name(), "a");
   EXPECT_EQ(job->spec().resources().gpus(), 2);
   EXPECT_EQ(job->state(), v1::JOB_STATE_PENDING);
   EXPECT_EQ(job->attempt(), 1);
-  EXPECT_EQ(store_->GetJob(999999).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(jobs_->GetJob(999999).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(JobStoreTest, JobStoredBeforeSpecProtoReadsItsJsonSpec) {
@@ -103,14 +42,14 @@ TEST_F(JobStoreTest, JobStoredBeforeSpecProtoReadsItsJsonSpec) {
              .as<int64_t>();
     w.commit();
   }
-  auto job = store_->GetJob(id);
+  auto job = jobs_->GetJob(id);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->spec().name(), "old");
   EXPECT_EQ(job->spec().resources().gpus(), 3);
 }
 
 TEST_F(JobStoreTest, HistoryShowsEachSubmissionOnceBeforeAndAfter0012) {
-  const int64_t now_id = store_->SubmitJob(Spec("new"), "")->job.id();
+  const int64_t now_id = jobs_->SubmitJob(Spec("new"), "")->job.id();
   pqxx::connection c(url_);
   pqxx::work w(c);
   // A job submitted before 0012 stored its submission as an event row.
@@ -138,7 +77,7 @@ TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
   std::vector<int64_t> ids(8);
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
-      auto r = store_->SubmitJob(Spec("k"), "key-1");
+      auto r = jobs_->SubmitJob(Spec("k"), "key-1");
       ASSERT_TRUE(r.ok()) << r.status();
       ids[i] = r->job.id();
       if (r->created) ++created;
@@ -147,7 +86,7 @@ TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(created.load(), 1);
   for (int64_t id : ids) EXPECT_EQ(id, ids[0]);
-  auto all = store_->ListJobs({});
+  auto all = jobs_->ListJobs({});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 1u);
 }
@@ -155,15 +94,15 @@ TEST_F(JobStoreTest, SameIdempotencyKeyFromManyThreadsMakesOneJob) {
 TEST_F(JobStoreTest, HasIdempotencyKeyFindsOnlyTheUsersStoredKeys) {
   v1::JobSpec spec = Spec("k");
   spec.set_user("alice");
-  ASSERT_TRUE(store_->SubmitJob(spec, "key-stored").ok());
-  ASSERT_TRUE(store_->SubmitJob(spec, "").ok());
-  auto stored = store_->HasIdempotencyKey("alice", "key-stored");
+  ASSERT_TRUE(jobs_->SubmitJob(spec, "key-stored").ok());
+  ASSERT_TRUE(jobs_->SubmitJob(spec, "").ok());
+  auto stored = jobs_->HasIdempotencyKey("alice", "key-stored");
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_TRUE(*stored);
-  auto other = store_->HasIdempotencyKey("alice", "key-never-sent");
+  auto other = jobs_->HasIdempotencyKey("alice", "key-never-sent");
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_FALSE(*other);
-  auto not_bobs = store_->HasIdempotencyKey("bob", "key-stored");
+  auto not_bobs = jobs_->HasIdempotencyKey("bob", "key-stored");
   ASSERT_TRUE(not_bobs.ok()) << not_bobs.status();
   EXPECT_FALSE(*not_bobs);
 }
@@ -181,15 +120,15 @@ TEST_F(JobStoreTest, IdempotencyKeysAreScopedToTheUser) {
   bob.set_team("nlp");
   const std::string key = "nightly-2026-12-01";
 
-  auto first = store_->SubmitJob(alice, key);
+  auto first = jobs_->SubmitJob(alice, key);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto bobs = store_->SubmitJob(bob, key);
+  auto bobs = jobs_->SubmitJob(bob, key);
   ASSERT_TRUE(bobs.ok()) << bobs.status();
   EXPECT_TRUE(bobs->created);
   EXPECT_NE(bobs->job.id(), first->job.id());
   EXPECT_EQ(bobs->job.spec().name(), "bobs-job");
 
-  auto retry = store_->SubmitJob(alice, key);
+  auto retry = jobs_->SubmitJob(alice, key);
   ASSERT_TRUE(retry.ok()) << retry.status();
   EXPECT_FALSE(retry->created);
   EXPECT_EQ(retry->job.id(), first->job.id());
@@ -198,7 +137,7 @@ TEST_F(JobStoreTest, IdempotencyKeysAreScopedToTheUser) {
   v1::JobSpec carol = Spec("carols-job");
   carol.set_user("carol");
   const std::vector<SubmitRequest> batch = {{&carol, &key}, {&bob, &key}};
-  auto results = store_->SubmitJobs(batch);
+  auto results = jobs_->SubmitJobs(batch);
   ASSERT_TRUE(results.ok()) << results.status();
   EXPECT_TRUE((*results)[0].created);
   EXPECT_EQ((*results)[0].job.spec().user(), "carol");
@@ -206,59 +145,9 @@ TEST_F(JobStoreTest, IdempotencyKeysAreScopedToTheUser) {
   EXPECT_EQ((*results)[1].job.id(), bobs->job.id());
 }
 
-// Idle-shutdown savings from worker_uptime and cluster_events, on a fixed
-// timeline (minutes after T0 = 2026-11-01 00:00 UTC):
-//   w1: up 0-60, SHUTDOWN at 55 (10/h), back at 180: down 120 min -> 20
-//   w2: up 0-60, SHUTDOWN at 30, CANCELLED at 40: the shutdown did not
-//       happen, whatever ended the span -> 0
-//   w3: up 0-60, SHUTDOWN at 59 (4/h), never back: down until `until`
-TEST_F(JobStoreTest, IdleShutdownSavingsCountTheTimeEachWorkerStayedDown) {
-  {
-    pqxx::connection c(url_);
-    pqxx::work w(c);
-    const std::string t0 = "'2026-11-01 00:00:00+00'::timestamptz";
-    auto at = [&](int minutes) {
-      return absl::StrCat("(", t0, " + interval '", minutes, " minutes')");
-    };
-    for (const char* id : {"w1", "w2", "w3"}) {
-      w.exec(absl::StrCat("INSERT INTO workers (id, state) VALUES ('", id,
-                          "', 'UP')"));
-      w.exec(absl::StrCat(
-          "INSERT INTO worker_uptime (worker_id, started_at, ended_at) "
-          "VALUES ('",
-          id, "', ", at(0), ", ", at(60), ")"));
-    }
-    w.exec(absl::StrCat(
-        "INSERT INTO worker_uptime (worker_id, started_at) VALUES ('w1', ",
-        at(180), "), ('w2', ", at(120), ")"));
-    w.exec(absl::StrCat(
-        "INSERT INTO cluster_events (kind, worker_id, saved_per_hour, at) "
-        "VALUES ('SHUTDOWN', 'w1', 10, ",
-        at(55), "), ('SHUTDOWN', 'w2', 7, ", at(30),
-        "), ('SHUTDOWN_CANCELLED', 'w2', NULL, ", at(40),
-        "), ('SHUTDOWN', 'w3', 4, ", at(59), "), ('SCALE_UP', NULL, NULL, ",
-        at(61), ")"));
-    w.commit();
-  }
-  const int64_t t0_ms = 1793491200000;  // 2026-11-01 00:00 UTC
-  auto minutes = [&](int m) { return t0_ms + int64_t{m} * 60 * 1000; };
-  // [0, 300): w1 20 + w3 4/h x 4 h = 36.
-  auto all = store_->IdleShutdownSavings(minutes(0), minutes(300));
-  ASSERT_TRUE(all.ok()) << all.status();
-  EXPECT_EQ(*all, "36.000000");
-  // [120, 300): w1 down 120-180 -> 10; w3 down 120-300 -> 12.
-  auto late = store_->IdleShutdownSavings(minutes(120), minutes(300));
-  ASSERT_TRUE(late.ok()) << late.status();
-  EXPECT_EQ(*late, "22.000000");
-  // Before any shutdown: nothing.
-  auto early = store_->IdleShutdownSavings(minutes(0), minutes(50));
-  ASSERT_TRUE(early.ok()) << early.status();
-  EXPECT_EQ(*early, "0.000000");
-}
-
 TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
-  auto job = store_->SubmitJob(Spec("f"), "")->job;
-  ASSERT_TRUE(store_->UpsertWorker(UpWorker("worker-1")).ok());
+  auto job = jobs_->SubmitJob(Spec("f"), "")->job;
+  ASSERT_TRUE(workers_->UpsertWorker(UpWorker("worker-1")).ok());
   AllocationRecord a;
   a.worker_id = "worker-1";
   a.device_indexes = {0, 1};
@@ -266,59 +155,59 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
   a.gpu_type = "A100-80GB";
   a.region = "sa-east-1";
   a.started_at_ms = 1767225600000;  // 2026-01-01T00:00:00Z
-  ASSERT_TRUE(store_->AssignJob(job.id(), 1, {a}).ok());
+  ASSERT_TRUE(jobs_->AssignJob(job.id(), 1, {a}).ok());
   // Assigning twice is refused: the job is no longer PENDING.
-  EXPECT_EQ(store_->AssignJob(job.id(), 1, {a}).code(),
+  EXPECT_EQ(jobs_->AssignJob(job.id(), 1, {a}).code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(store_->MarkRunning(job.id(), 1).ok());
-  auto open = store_->LoadOpenAllocations();
+  ASSERT_TRUE(jobs_->MarkRunning(job.id(), 1).ok());
+  auto open = usage_->LoadOpenAllocations();
   ASSERT_EQ(open->size(), 1u);
   EXPECT_EQ((*open)[0].device_indexes, (std::vector<int32_t>{0, 1}));
 
-  auto next = store_->RequeueJob(job.id(), 1, "worker lost");
+  auto next = jobs_->RequeueJob(job.id(), 1, "worker lost");
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(*next, 2);
   // The old attempt's allocation stays open until its node is closed.
-  EXPECT_EQ(store_->LoadOpenAllocations()->size(), 1u);
-  EXPECT_EQ(*store_->TeamSpend("vision", 0), "0");  // read, and remembered
-  ASSERT_TRUE(store_
+  EXPECT_EQ(usage_->LoadOpenAllocations()->size(), 1u);
+  EXPECT_EQ(*usage_->TeamSpend("vision", 0), M("0"));  // read, and remembered
+  ASSERT_TRUE(usage_
                   ->CloseAllocation(job.id(), 1, 0,
                                     (*open)[0].started_at_ms + 3600 * 1000,
-                                    "5.80", "USD")
+                                    M("5.80"), "USD")
                   .ok());
-  EXPECT_TRUE(store_->LoadOpenAllocations()->empty());
+  EXPECT_TRUE(usage_->LoadOpenAllocations()->empty());
   // Results of the old attempt are ignored.
-  EXPECT_EQ(store_->FinishJob(job.id(), 1, v1::JOB_STATE_SUCCEEDED, 0, "", true)
+  EXPECT_EQ(jobs_->FinishJob(job.id(), 1, v1::JOB_STATE_SUCCEEDED, 0, "", true)
                 .code(),
             absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(
-      store_->FinishJob(job.id(), 2, v1::JOB_STATE_FAILED, 3, "exit 3", true)
+      jobs_->FinishJob(job.id(), 2, v1::JOB_STATE_FAILED, 3, "exit 3", true)
           .ok());
-  auto usage = store_->GetJobUsage(job.id());
+  auto usage = usage_->GetJobUsage(job.id());
   ASSERT_TRUE(usage.ok()) << usage.status();
-  EXPECT_EQ(usage->closed_cost, "5.80");
+  EXPECT_EQ(usage->closed_cost, M("5.80"));
   EXPECT_EQ(usage->currency, "USD");
   EXPECT_DOUBLE_EQ(usage->gpu_seconds, 2 * 3600.0);
-  auto by_type = store_->CostByGroup("gpu-type", 0, 1767225600000 + 3600000);
+  auto by_type = usage_->CostByGroup("gpu-type", 0, 1767225600000 + 3600000);
   ASSERT_TRUE(by_type.ok()) << by_type.status();
   ASSERT_EQ(by_type->size(), 1u);
   EXPECT_EQ((*by_type)[0].key, "A100-80GB");
-  EXPECT_EQ((*by_type)[0].cost, "5.80");
+  EXPECT_EQ((*by_type)[0].cost, M("5.80"));
   // A window ending inside the hour cuts it: one crossing row, as billed.
   EXPECT_TRUE(
-      store_->CostByGroup("gpu-type", 0, 1767225600000 + 1800000)->empty());
+      usage_->CostByGroup("gpu-type", 0, 1767225600000 + 1800000)->empty());
   auto crossing =
-      store_->CrossingAllocations("gpu-type", 0, 1767225600000 + 1800000);
+      usage_->CrossingAllocations("gpu-type", 0, 1767225600000 + 1800000);
   ASSERT_TRUE(crossing.ok()) << crossing.status();
   ASSERT_EQ(crossing->size(), 1u);
   EXPECT_EQ((*crossing)[0].key, "A100-80GB");
-  EXPECT_EQ((*crossing)[0].cost, "5.80");
+  EXPECT_EQ((*crossing)[0].cost, M("5.80"));
   EXPECT_EQ((*crossing)[0].region, "sa-east-1");
   EXPECT_EQ((*crossing)[0].ended_ms - (*crossing)[0].started_ms, 3600000);
   // By day, an allocation within one UTC day is summed, not crossing.
-  EXPECT_EQ(store_->CostByGroup("day", 0, 1767225600000 + 3600000)->size(), 1u);
+  EXPECT_EQ(usage_->CostByGroup("day", 0, 1767225600000 + 3600000)->size(), 1u);
   // The close made the remembered "0" stale.
-  EXPECT_EQ(*store_->TeamSpend("vision", 0), "5.80");
+  EXPECT_EQ(*usage_->TeamSpend("vision", 0), M("5.80"));
   {
     // A cost written by hand is not seen until the next close: the answer
     // above is remembered, not read again.
@@ -328,12 +217,13 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
                   job.id());
     w.commit();
   }
-  EXPECT_EQ(*store_->TeamSpend("vision", 0), "5.80");
-  ASSERT_TRUE(store_->CloseAllocation(job.id(), 2, 0, 0, "", "").ok());
-  EXPECT_EQ(*store_->TeamSpend("vision", 0), "7");
-  EXPECT_EQ(store_->CostByGroup("color", 0, 1).status().code(),
+  EXPECT_EQ(*usage_->TeamSpend("vision", 0), M("5.80"));
+  ASSERT_TRUE(
+      usage_->CloseAllocation(job.id(), 2, 0, 0, std::nullopt, "").ok());
+  EXPECT_EQ(*usage_->TeamSpend("vision", 0), M("7"));
+  EXPECT_EQ(usage_->CostByGroup("color", 0, 1).status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto done = store_->GetJob(job.id());
+  auto done = jobs_->GetJob(job.id());
   EXPECT_EQ(done->state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(done->exit_code(), 3);
   EXPECT_EQ(done->attempt(), 2);
@@ -346,10 +236,10 @@ TEST_F(JobStoreTest, LifecycleIsFencedByAttempt) {
 }
 
 TEST_F(JobStoreTest, BatchCommitsManyJobsLifecyclesAndFencesEachChange) {
-  ASSERT_TRUE(store_->UpsertWorker(UpWorker("worker-1")).ok());
+  ASSERT_TRUE(workers_->UpsertWorker(UpWorker("worker-1")).ok());
   std::vector<int64_t> ids;
   for (int i = 0; i < 3; ++i)
-    ids.push_back(store_->SubmitJob(Spec("b"), "")->job.id());
+    ids.push_back(jobs_->SubmitJob(Spec("b"), "")->job.id());
   auto node = [](int rank, std::vector<int32_t> devices) {
     AllocationRecord a;
     a.worker_id = "worker-1";
@@ -367,13 +257,13 @@ TEST_F(JobStoreTest, BatchCommitsManyJobsLifecyclesAndFencesEachChange) {
   assign.AssignJob(ids[0], 1, {node(0, {0, 1}), node(1, {2})});
   assign.AssignJob(ids[1], 1, {node(0, {3})});
   assign.AssignJob(ids[2], 2, {node(0, {4})});  // not its attempt: fenced
-  auto assigned = store_->CommitBatch(assign);
+  auto assigned = jobs_->CommitBatch(assign);
   ASSERT_TRUE(assigned.ok()) << assigned.status();
   ASSERT_EQ(assigned->size(), 3u);
   EXPECT_TRUE((*assigned)[0].ok());
   EXPECT_TRUE((*assigned)[1].ok());
   EXPECT_EQ((*assigned)[2].code(), absl::StatusCode::kFailedPrecondition);
-  auto open = store_->LoadOpenAllocations();
+  auto open = usage_->LoadOpenAllocations();
   ASSERT_TRUE(open.ok());
   ASSERT_EQ(open->size(), 3u);  // none for the fenced job
   for (const AllocationRecord& a : *open) {
@@ -385,7 +275,7 @@ TEST_F(JobStoreTest, BatchCommitsManyJobsLifecyclesAndFencesEachChange) {
       EXPECT_EQ(a.started_at_ms, 1767225600000);
     }
   }
-  EXPECT_EQ(store_->GetJob(ids[2])->state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(jobs_->GetJob(ids[2])->state(), v1::JOB_STATE_PENDING);
 
   WriteBatch run;
   run.MarkRunning(ids[0], 1);
@@ -396,35 +286,36 @@ TEST_F(JobStoreTest, BatchCommitsManyJobsLifecyclesAndFencesEachChange) {
   run.UpdateProgress(ids[0], 1, progress);
   progress.set_step(7);
   run.UpdateProgress(ids[0], 1, progress);  // the last one wins
-  auto ran = store_->CommitBatch(run);
+  auto ran = jobs_->CommitBatch(run);
   ASSERT_TRUE(ran.ok()) << ran.status();
   EXPECT_TRUE((*ran)[0].ok());
   EXPECT_TRUE((*ran)[1].ok());
   EXPECT_EQ((*ran)[2].code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store_->GetJob(ids[0])->progress().step(), 7);
+  EXPECT_EQ(jobs_->GetJob(ids[0])->progress().step(), 7);
 
   WriteBatch end;
-  end.CloseAllocation(ids[0], 1, 0, 1767225600000 + 3600 * 1000, "1.50", "USD",
-                      0);
-  end.CloseAllocation(ids[0], 1, 1, 1767225600000 + 3600 * 1000, "0.75", "USD",
-                      0);
-  end.CloseAllocation(ids[1], 1, 0, 1767225600000 + 1000, "", "", std::nullopt);
+  end.CloseAllocation(ids[0], 1, 0, 1767225600000 + 3600 * 1000, M("1.50"),
+                      "USD", 0);
+  end.CloseAllocation(ids[0], 1, 1, 1767225600000 + 3600 * 1000, M("0.75"),
+                      "USD", 0);
+  end.CloseAllocation(ids[1], 1, 0, 1767225600000 + 1000, std::nullopt, "",
+                      std::nullopt);
   end.FinishJob(ids[0], 1, v1::JOB_STATE_SUCCEEDED, 0, "");
   end.FinishJob(ids[1], 1, v1::JOB_STATE_FAILED, 3, "node 0 exited with 3");
   end.FinishJob(ids[2], 2, v1::JOB_STATE_CANCELLED, 0, "x");  // fenced
-  auto ended = store_->CommitBatch(end);
+  auto ended = jobs_->CommitBatch(end);
   ASSERT_TRUE(ended.ok()) << ended.status();
   EXPECT_TRUE((*ended)[3].ok());
   EXPECT_TRUE((*ended)[4].ok());
   EXPECT_EQ((*ended)[5].code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(store_->LoadOpenAllocations()->empty());
-  EXPECT_EQ(store_->GetJobUsage(ids[0])->closed_cost, "2.25");
-  EXPECT_EQ(*store_->TeamSpend("vision", 0), "2.25");
-  auto failed = store_->GetJob(ids[1]);
+  EXPECT_TRUE(usage_->LoadOpenAllocations()->empty());
+  EXPECT_EQ(usage_->GetJobUsage(ids[0])->closed_cost, M("2.25"));
+  EXPECT_EQ(*usage_->TeamSpend("vision", 0), M("2.25"));
+  auto failed = jobs_->GetJob(ids[1]);
   EXPECT_EQ(failed->state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(failed->exit_code(), 3);
   EXPECT_EQ(failed->message(), "node 0 exited with 3");
-  EXPECT_EQ(store_->GetJob(ids[2])->state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(jobs_->GetJob(ids[2])->state(), v1::JOB_STATE_PENDING);
   // The same history as the single-row methods write.
   pqxx::connection c(url_);
   pqxx::work w(c);
@@ -440,62 +331,29 @@ TEST_F(JobStoreTest, BatchCommitsManyJobsLifecyclesAndFencesEachChange) {
                 .size(),
             1u);
   // An empty batch commits nothing and succeeds.
-  EXPECT_TRUE(store_->CommitBatch(WriteBatch())->empty());
-}
-
-TEST_F(JobStoreTest, EndedNodesOfActiveJobsCarryTheirExitCodes) {
-  auto job = store_->SubmitJob(Spec("gang"), "")->job;
-  ASSERT_TRUE(store_->UpsertWorker(UpWorker("worker-1")).ok());
-  std::vector<AllocationRecord> nodes(3);
-  for (int i = 0; i < 3; ++i) {
-    nodes[i].worker_id = "worker-1";
-    nodes[i].node_rank = i;
-    nodes[i].device_indexes = {i};
-    nodes[i].gpus = 1;
-  }
-  ASSERT_TRUE(store_->AssignJob(job.id(), 1, nodes).ok());
-  ASSERT_TRUE(store_->MarkRunning(job.id(), 1).ok());
-  EXPECT_TRUE(store_->LoadEndedNodesOfActiveJobs()->empty());
-  // Node 0 exited 0, node 2 exited 9, node 1 still runs.
-  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 0, 0, "", "", 0).ok());
-  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 2, 0, "", "", 9).ok());
-  auto ended = store_->LoadEndedNodesOfActiveJobs();
-  ASSERT_TRUE(ended.ok()) << ended.status();
-  ASSERT_EQ(ended->size(), 2u);
-  EXPECT_EQ((*ended)[0].node_rank, 0);
-  EXPECT_EQ((*ended)[0].exit_code, std::optional<int32_t>(0));
-  EXPECT_EQ((*ended)[1].node_rank, 2);
-  EXPECT_EQ((*ended)[1].exit_code, std::optional<int32_t>(9));
-  // A node closed without a report (its worker lost) has no exit code.
-  ASSERT_TRUE(store_->CloseAllocation(job.id(), 1, 1, 0, "", "").ok());
-  ended = store_->LoadEndedNodesOfActiveJobs();
-  ASSERT_EQ(ended->size(), 3u);
-  EXPECT_FALSE((*ended)[1].exit_code.has_value());
-  // Only current attempts of active jobs count.
-  ASSERT_TRUE(store_->RequeueJob(job.id(), 1, "lost").ok());
-  EXPECT_TRUE(store_->LoadEndedNodesOfActiveJobs()->empty());
+  EXPECT_TRUE(jobs_->CommitBatch(WriteBatch())->empty());
 }
 
 TEST_F(JobStoreTest, ListFiltersByStateAndTeam) {
-  auto a = store_->SubmitJob(Spec("a"), "")->job;
+  auto a = jobs_->SubmitJob(Spec("a"), "")->job;
   v1::JobSpec other = Spec("b");
   other.set_team("nlp");
-  store_->SubmitJob(other, "").IgnoreError();
+  jobs_->SubmitJob(other, "").IgnoreError();
   ASSERT_TRUE(
-      store_->FinishJob(a.id(), 1, v1::JOB_STATE_CANCELLED, 0, "", true).ok());
+      jobs_->FinishJob(a.id(), 1, v1::JOB_STATE_CANCELLED, 0, "", true).ok());
   JobFilter by_team;
   by_team.team = "nlp";
-  EXPECT_EQ(store_->ListJobs(by_team)->size(), 1u);
+  EXPECT_EQ(jobs_->ListJobs(by_team)->size(), 1u);
   JobFilter by_state;
   by_state.states = {v1::JOB_STATE_CANCELLED};
-  auto cancelled = store_->ListJobs(by_state);
+  auto cancelled = jobs_->ListJobs(by_state);
   ASSERT_EQ(cancelled->size(), 1u);
   EXPECT_EQ((*cancelled)[0].id(), a.id());
-  EXPECT_EQ(store_->LoadActiveJobs()->size(), 1u);
+  EXPECT_EQ(jobs_->LoadActiveJobs()->size(), 1u);
 }
 
 TEST_F(JobStoreTest, BatcherGroupsConcurrentSubmitsWithoutLosingOrDuplicating) {
-  SubmitBatcher batcher(store_.get(), 2, 64);
+  SubmitBatcher batcher(jobs_, 2, 64);
   constexpr int kThreads = 16, kEach = 20;
   std::vector<std::thread> threads;
   std::vector<std::vector<int64_t>> ids(kThreads);
@@ -520,12 +378,12 @@ TEST_F(JobStoreTest, BatcherGroupsConcurrentSubmitsWithoutLosingOrDuplicating) {
   EXPECT_EQ(unique.size(), static_cast<size_t>(kThreads * kEach));
   JobFilter all;
   all.limit = 10000;
-  EXPECT_EQ(store_->ListJobs(all)->size(),
+  EXPECT_EQ(jobs_->ListJobs(all)->size(),
             static_cast<size_t>(kThreads * kEach));
 }
 
 TEST_F(JobStoreTest, OneBatchMapsEachRequestToItsJobAndDedupesKeys) {
-  ASSERT_TRUE(store_->SubmitJob(Spec("stored"), "old").ok());
+  ASSERT_TRUE(jobs_->SubmitJob(Spec("stored"), "old").ok());
   // Keyless, quoting-hostile, stored-key and in-batch duplicate requests.
   const std::vector<std::pair<std::string, std::string>> named = {
       {"n0", ""},    {"n1 \"q\" \\ {x,y}", "k1"},
@@ -536,7 +394,7 @@ TEST_F(JobStoreTest, OneBatchMapsEachRequestToItsJobAndDedupesKeys) {
   std::vector<SubmitRequest> requests;
   for (size_t i = 0; i < named.size(); ++i)
     requests.push_back({&specs[i], &named[i].second});
-  auto results = store_->SubmitJobs(requests);
+  auto results = jobs_->SubmitJobs(requests);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), named.size());
   const std::vector<bool> created = {true, true, false, false, true, true};
@@ -544,7 +402,7 @@ TEST_F(JobStoreTest, OneBatchMapsEachRequestToItsJobAndDedupesKeys) {
     const SubmitResult& r = (*results)[i];
     EXPECT_EQ(r.created, created[i]) << i;
     EXPECT_EQ(r.job.idempotency_key(), named[i].second) << i;
-    auto stored = store_->GetJob(r.job.id());
+    auto stored = jobs_->GetJob(r.job.id());
     ASSERT_TRUE(stored.ok()) << stored.status();
     EXPECT_EQ(stored->spec().name(), r.job.spec().name()) << i;
     if (r.created) EXPECT_EQ(r.job.spec().name(), named[i].first) << i;
@@ -559,48 +417,40 @@ TEST_F(JobStoreTest, OneBatchMapsEachRequestToItsJobAndDedupesKeys) {
   EXPECT_EQ(w.exec("SELECT count(*) FROM job_events")[0][0].as<int>(), 0);
 }
 
-TEST_F(JobStoreTest, UptimeSpansOpenCloseAndTotal) {
-  v1::Worker w;
-  w.set_id("worker-9");
-  w.set_state(v1::WORKER_STATE_UP);
-  ASSERT_TRUE(store_->UpsertWorker(w).ok());
-  UptimeRecord u;
-  u.worker_id = "worker-9";
-  u.gpus = 4;
-  u.started_at_ms = 1767225600000;
-  auto id = store_->OpenUptime(u);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_EQ(store_->LoadOpenUptime()->size(), 1u);
-  ASSERT_TRUE(
-      store_->CloseUptime(*id, u.started_at_ms + 1800 * 1000, "1.25", "USD")
-          .ok());
-  EXPECT_TRUE(store_->LoadOpenUptime()->empty());
-  auto totals = store_->UptimeTotals(0, u.started_at_ms + 1800 * 1000);
-  ASSERT_TRUE(totals.ok());
-  EXPECT_DOUBLE_EQ(totals->gpu_seconds, 4 * 1800.0);
-  EXPECT_EQ(totals->cost, "1.25");
-  EXPECT_TRUE(
-      store_->CrossingUptime(0, u.started_at_ms + 1800 * 1000)->empty());
-  // A window that cuts the span: not in the totals, but a crossing row for
-  // the report to clip.
-  const int64_t mid = u.started_at_ms + 900 * 1000;
-  EXPECT_DOUBLE_EQ(store_->UptimeTotals(mid, mid + 3600 * 1000)->gpu_seconds,
-                   0.0);
-  auto crossing = store_->CrossingUptime(mid, mid + 3600 * 1000);
-  ASSERT_TRUE(crossing.ok()) << crossing.status();
-  ASSERT_EQ(crossing->size(), 1u);
-  EXPECT_EQ((*crossing)[0].key, "worker-9");
-  EXPECT_EQ((*crossing)[0].started_ms, u.started_at_ms);
-  EXPECT_EQ((*crossing)[0].ended_ms, u.started_at_ms + 1800 * 1000);
-  EXPECT_EQ((*crossing)[0].cost, "1.25");
-  EXPECT_DOUBLE_EQ((*crossing)[0].gpus, 4);
-}
-
-TEST(JobStoreConnect, UnreachableServerIsUnavailable) {
-  auto store =
-      JobStore::Connect("postgresql://tupa@127.0.0.1:1/tupa?connect_timeout=2");
-  ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+TEST_F(JobStoreTest, UndecodableStoredSpecIsDataLossNamingJobAndColumn) {
+  const int64_t id = jobs_->SubmitJob(Spec("corrupt"), "")->job.id();
+  const int64_t fine = jobs_->SubmitJob(Spec("fine"), "")->job.id();
+  // Not a JobSpec: field 1 (name) as a length-delimited string 127 bytes
+  // long, with 1 byte there.
+  Exec(absl::StrCat(
+      "UPDATE jobs SET spec_proto = '\\x0a7f41'::bytea WHERE id = ", id));
+  auto job = jobs_->GetJob(id);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kDataLoss) << job.status();
+  EXPECT_NE(job.status().message().find(absl::StrCat("job ", id)),
+            std::string::npos);
+  EXPECT_NE(job.status().message().find("spec_proto"), std::string::npos);
+  // Reads that meet the row fail too (the scheduler's rebuild included);
+  // other rows still read.
+  EXPECT_EQ(jobs_->LoadActiveJobs().status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(jobs_->ListJobs(JobFilter()).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(jobs_->GetJob(fine).ok());
+  // A pre-0011 row whose JSON spec does not parse, and a bad progress.
+  Exec(
+      absl::StrCat("UPDATE jobs SET spec_proto = NULL, spec = "
+                   "'{\"resources\": 7}' WHERE id = ",
+                   id));
+  job = jobs_->GetJob(id);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kDataLoss) << job.status();
+  EXPECT_NE(job.status().message().find("spec "), std::string::npos);
+  Exec(
+      absl::StrCat("UPDATE jobs SET progress = '{\"step\": \"x\"}' "
+                   "WHERE id = ",
+                   fine));
+  job = jobs_->GetJob(fine);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kDataLoss) << job.status();
+  EXPECT_NE(job.status().message().find("progress"), std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Internal to scheduler/store: the transaction helper and conversions
-// shared by the JobStore implementation files. Not for other components.
+// Internal to scheduler/store: conversions shared by the domain stores
+// (SQL text <-> values). Not for other components.
 #ifndef TUPA_SCHEDULER_STORE_STORE_INTERNAL_H_
 #define TUPA_SCHEDULER_STORE_STORE_INTERNAL_H_
 
@@ -7,28 +7,19 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <memory>
+#include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "scheduler/store/job_store.h"
-#include "scheduler/store/pg_errors.h"
+#include "scheduler/pricing/money.h"
+#include "tupa/v1/job.pb.h"
 
 namespace tupa::scheduler {
-
-// A borrowed connection; returned to the pool unless it broke.
-class JobStore::Lease {
- public:
-  Lease(JobStore* store, std::unique_ptr<pqxx::connection> conn)
-      : store_(store), conn_(std::move(conn)) {}
-  ~Lease() { store_->Release(std::move(conn_)); }
-  pqxx::connection& conn() { return *conn_; }
-
- private:
-  JobStore* store_;
-  std::unique_ptr<pqxx::connection> conn_;
-};
 
 namespace store_internal {
 
@@ -45,6 +36,17 @@ inline google::protobuf::Timestamp FromMillis(int64_t ms) {
   t.set_seconds(ms / 1000);
   t.set_nanos(static_cast<int32_t>((ms % 1000) * 1000000));
   return t;
+}
+
+// "{1,2,3}" (an int[] as text) -> {1, 2, 3}.
+inline std::vector<int32_t> ParseIntArray(const std::string& text) {
+  std::vector<int32_t> out;
+  std::string inner = text.size() >= 2 ? text.substr(1, text.size() - 2) : "";
+  for (absl::string_view part : absl::StrSplit(inner, ',', absl::SkipEmpty())) {
+    int32_t v;
+    if (absl::SimpleAtoi(part, &v)) out.push_back(v);
+  }
+  return out;
 }
 
 // Builds a PostgreSQL array literal: {"a","b\"c"}. Every element is quoted,
@@ -69,43 +71,25 @@ class ArrayLiteral {
 
 // The columns every job read selects, in the order RowToJob expects.
 extern const char kJobColumns[];
-v1::Job RowToJob(const pqxx::row& row);
+// DataLoss naming the job and the column when a stored message (spec,
+// progress) cannot be decoded.
+absl::StatusOr<v1::Job> RowToJob(const pqxx::row& row);
+
+// An amount read back from a NUMERIC column (as text). DataLoss naming
+// `what` when it is not a Money (pricing/money.h).
+absl::StatusOr<pricing::Money> MoneyFromSql(const pqxx::field& field,
+                                            absl::string_view what);
+// As MoneyFromSql, none for SQL NULL.
+absl::StatusOr<std::optional<pricing::Money>> OptionalMoneyFromSql(
+    const pqxx::field& field, absl::string_view what);
+// The text a NULLIF($n, '')::numeric parameter takes: "" for none.
+inline std::string MoneyParam(const std::optional<pricing::Money>& m) {
+  return m.has_value() ? m->ToString() : std::string();
+}
 
 // A timestamptz SQL expression for parameter `$n` given in Unix ms.
 inline std::string MillisParam(int n) {
   return "to_timestamp($" + std::to_string(n) + "::float8 / 1000)";
-}
-
-// Runs `body(work)` in one transaction and commits when it returns OK;
-// maps libpqxx exceptions (pg_errors.h).
-template <typename T, typename Body>
-absl::StatusOr<T> RunTx(absl::StatusOr<std::unique_ptr<JobStore::Lease>> lease,
-                        Body body) {
-  if (!lease.ok()) return lease.status();
-  try {
-    pqxx::work w((*lease)->conn());
-    absl::StatusOr<T> result = body(w);
-    if (result.ok()) w.commit();
-    return result;
-  } catch (...) {
-    return StatusFromCurrentException();
-  }
-}
-
-// Runs `body(nontransaction)` on a connection in autocommit mode: every
-// statement commits on its own, atomically (one round trip, no BEGIN or
-// COMMIT). For bodies whose writes are one statement; maps libpqxx
-// exceptions like RunTx.
-template <typename T, typename Body>
-absl::StatusOr<T> RunAutocommit(
-    absl::StatusOr<std::unique_ptr<JobStore::Lease>> lease, Body body) {
-  if (!lease.ok()) return lease.status();
-  try {
-    pqxx::nontransaction w((*lease)->conn());
-    return body(w);
-  } catch (...) {
-    return StatusFromCurrentException();
-  }
 }
 
 }  // namespace store_internal

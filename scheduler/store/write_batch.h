@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/pricing/money.h"
+#include "scheduler/store/allocation_record.h"
 #include "scheduler/store/job_store.h"
 #include "tupa/v1/job.pb.h"
 
@@ -29,12 +31,14 @@ class WriteBatch {
  public:
   // Each method queues one change and returns its index in the results of
   // CommitBatch. Their meaning is that of the JobStore method of the same
-  // name (FinishJob never closes allocations here).
+  // name (FinishJob never closes allocations here), or for CloseAllocation
+  // UsageStore's (cost: none when unpriced).
   size_t AssignJob(int64_t id, int32_t attempt,
                    std::vector<AllocationRecord> nodes);
   size_t MarkRunning(int64_t id, int32_t attempt);
   size_t CloseAllocation(int64_t id, int32_t attempt, int32_t node_rank,
-                         int64_t ended_at_ms, std::string cost,
+                         int64_t ended_at_ms,
+                         std::optional<pricing::Money> cost,
                          std::string currency,
                          std::optional<int32_t> exit_code);
   size_t FinishJob(int64_t id, int32_t attempt, v1::JobState state,
@@ -62,7 +66,8 @@ class WriteBatch {
     int32_t attempt;
     int32_t node_rank;
     int64_t ended_at_ms;
-    std::string cost, currency;
+    std::optional<pricing::Money> cost;
+    std::string currency;
     std::optional<int32_t> exit_code;
   };
   struct Finish {

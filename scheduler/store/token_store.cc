@@ -1,14 +1,13 @@
-// JobStore: API tokens (hashed bearer tokens with user, team and role).
+#include "scheduler/store/token_store.h"
+
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
-#include "scheduler/store/job_store.h"
+#include "scheduler/store/database.h"
 #include "scheduler/store/store_internal.h"
 
 namespace tupa::scheduler {
 namespace {
-
-using store_internal::RunTx;
 
 constexpr char kColumns[] =
     "id, user_name, team, role, "
@@ -28,11 +27,13 @@ ApiTokenRecord FromRow(const pqxx::row& row) {
 
 }  // namespace
 
-absl::StatusOr<ApiTokenRecord> JobStore::InsertToken(
+TokenStore::TokenStore(Database* db) : db_(db) {}
+
+absl::StatusOr<ApiTokenRecord> TokenStore::InsertToken(
     const std::string& sha256_hex, const std::string& user,
     const std::string& team, bool admin, const char* on_conflict) {
-  return RunTx<ApiTokenRecord>(
-      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+  return db_->RunTx<ApiTokenRecord>(
+      [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
         pqxx::result r = w.exec_params(
             absl::StrCat("INSERT INTO api_tokens (token_sha256, user_name, "
                          "team, role) VALUES ($1, $2, $3, $4) ",
@@ -42,13 +43,13 @@ absl::StatusOr<ApiTokenRecord> JobStore::InsertToken(
       });
 }
 
-absl::StatusOr<ApiTokenRecord> JobStore::CreateToken(
+absl::StatusOr<ApiTokenRecord> TokenStore::CreateToken(
     const std::string& sha256_hex, const std::string& user,
     const std::string& team, bool admin) {
   return InsertToken(sha256_hex, user, team, admin, "");
 }
 
-absl::StatusOr<ApiTokenRecord> JobStore::UpsertToken(
+absl::StatusOr<ApiTokenRecord> TokenStore::UpsertToken(
     const std::string& sha256_hex, const std::string& user,
     const std::string& team, bool admin) {
   return InsertToken(sha256_hex, user, team, admin,
@@ -57,10 +58,10 @@ absl::StatusOr<ApiTokenRecord> JobStore::UpsertToken(
                      "role = EXCLUDED.role");
 }
 
-absl::StatusOr<ApiTokenRecord> JobStore::LookupToken(
+absl::StatusOr<ApiTokenRecord> TokenStore::LookupToken(
     const std::string& sha256_hex) {
-  return RunTx<ApiTokenRecord>(
-      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+  return db_->RunTx<ApiTokenRecord>(
+      [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
         pqxx::result r = w.exec_params(
             absl::StrCat("SELECT ", kColumns,
                          " FROM api_tokens WHERE token_sha256 = $1"),
@@ -70,9 +71,8 @@ absl::StatusOr<ApiTokenRecord> JobStore::LookupToken(
       });
 }
 
-absl::StatusOr<std::vector<ApiTokenRecord>> JobStore::ListTokens() {
-  return RunTx<std::vector<ApiTokenRecord>>(
-      Acquire(),
+absl::StatusOr<std::vector<ApiTokenRecord>> TokenStore::ListTokens() {
+  return db_->RunTx<std::vector<ApiTokenRecord>>(
       [&](pqxx::work& w) -> absl::StatusOr<std::vector<ApiTokenRecord>> {
         pqxx::result r = w.exec_params(
             absl::StrCat("SELECT ", kColumns, " FROM api_tokens ORDER BY id"));
@@ -82,9 +82,9 @@ absl::StatusOr<std::vector<ApiTokenRecord>> JobStore::ListTokens() {
       });
 }
 
-absl::StatusOr<ApiTokenRecord> JobStore::RevokeToken(int64_t id) {
-  return RunTx<ApiTokenRecord>(
-      Acquire(), [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
+absl::StatusOr<ApiTokenRecord> TokenStore::RevokeToken(int64_t id) {
+  return db_->RunTx<ApiTokenRecord>(
+      [&](pqxx::work& w) -> absl::StatusOr<ApiTokenRecord> {
         pqxx::result r = w.exec_params(
             absl::StrCat("UPDATE api_tokens SET revoked_at = "
                          "COALESCE(revoked_at, now()) WHERE id = $1 "
