@@ -18,7 +18,10 @@
 //     falls 3-5 points below the published FGD where most pods share a GPU
 //     (the integer score ties most options of a share, and a draw spreads
 //     shares over the cluster), the first node reproduces the published
-//     figures within 0.4 points on every list (docs/benchmarks.md).
+//     figures within 0.4 points on every list (docs/benchmarks.md). The
+//     FGD simulator renames its nodes with a seeded random prefix, so its
+//     "first" is the first in a seeded random order: tupa-sim inflation
+//     shuffles the node list per seed to match (scheduler/sim/inflation.h).
 // kTupa scores the same way against its own measure (frag.h: type pressure,
 // memory, the recent mix) and breaks ties by what the job leaves: a share
 // or a job without GPUs goes to the node with the least free GPU (it then

@@ -41,7 +41,7 @@ int Usage(const std::string& why) {
       "tupa-sim: %s\n"
       "usage: tupa-sim inflation --nodes N.csv --pods P.csv "
       "[--seeds 10] [--policy firstfit|bestfit|tupa|fgd|bestfit-k8s]\n"
-      "         [--stop-ratio 1.3]\n"
+      "         [--stop-ratio 1.3] [--protocol fgd|draw]\n"
       "       tupa-sim replay --jobs J.csv --nodes N.csv "
       "[--arrival-speedup X] [--policy P] [--tupa-mix arrived|pending]\n"
       "         [--arrival-jitter S] [--seed N]\n"
@@ -89,6 +89,14 @@ int Inflation(std::map<std::string, std::string>& flags, Policy policy) {
        stop > 100)) {  // also refuses NaN and inf
     return Usage("--stop-ratio must be a number in (0, 100]");
   }
+  auto protocol = tupa::sim::InflationProtocol::kFgdSimulator;
+  if (flags.count("protocol")) {
+    if (flags["protocol"] == "draw") {
+      protocol = tupa::sim::InflationProtocol::kDraw;
+    } else if (flags["protocol"] != "fgd") {
+      return Usage("--protocol must be fgd or draw");
+    }
+  }
   if (!flags.count("nodes") || !flags.count("pods")) {
     return Usage("inflation needs --nodes and --pods");
   }
@@ -99,7 +107,8 @@ int Inflation(std::map<std::string, std::string>& flags, Policy policy) {
   double ratio = 0, unalloc = 0;
   std::string per_seed;
   for (int s = 0; s < seeds; ++s) {
-    auto r = tupa::sim::RunInflation(*nodes, *pods, policy, 42 + s, stop);
+    auto r =
+        tupa::sim::RunInflation(*nodes, *pods, policy, 42 + s, stop, protocol);
     ratio += r.alloc_ratio;
     unalloc += r.unallocated_gpus;
     per_seed += absl::StrFormat("%s%.4f", s ? ", " : "", 100 * r.alloc_ratio);

@@ -98,23 +98,33 @@ TEST(Traces, MissingColumnAndFileAreErrors) {
 TEST(Inflation, IsDeterministicAndBounded) {
   auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
   auto pods = *PodsFromCsv(*ParseCsv(kPods));
-  for (Policy p : {Policy::kFirstFit, Policy::kBestFit, Policy::kTupa}) {
-    InflationResult a = RunInflation(nodes, pods, p, 42);
-    InflationResult b = RunInflation(nodes, pods, p, 42);
-    EXPECT_EQ(a.alloc_ratio, b.alloc_ratio);
-    EXPECT_EQ(a.placed, b.placed);
-    EXPECT_GT(a.alloc_ratio, 0.5);
-    EXPECT_LE(a.alloc_ratio, 1.0);
-    EXPECT_NEAR(a.unallocated_gpus, 10 * (1 - a.alloc_ratio), 1e-6);
-    EXPECT_LT(a.placed, a.offered);  // 130%: some pods must be dropped
+  for (auto protocol :
+       {InflationProtocol::kDraw, InflationProtocol::kFgdSimulator}) {
+    const bool draw = protocol == InflationProtocol::kDraw;
+    for (Policy p : {Policy::kFirstFit, Policy::kBestFit, Policy::kTupa}) {
+      InflationResult a = RunInflation(nodes, pods, p, 42, 1.3, protocol);
+      InflationResult b = RunInflation(nodes, pods, p, 42, 1.3, protocol);
+      EXPECT_EQ(a.alloc_ratio, b.alloc_ratio);
+      EXPECT_EQ(a.placed, b.placed);
+      EXPECT_GT(a.alloc_ratio, draw ? 0.5 : 0.2);
+      EXPECT_LE(a.alloc_ratio, 1.0);
+      EXPECT_NEAR(a.unallocated_gpus, 10 * (1 - a.alloc_ratio), 1e-6);
+      EXPECT_LE(a.placed, a.offered);
+      EXPECT_GE(a.offered, draw ? 1 : 5);        // kFgdSimulator: the list once
+      if (draw) EXPECT_LT(a.placed, a.offered);  // 130%: some are dropped
+    }
   }
 }
 
 TEST(Inflation, PodsThatAskForNoGpuEndTheRunInsteadOfLoopingForever) {
   auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
   auto pods = *PodsFromCsv(*ParseCsv("name,cpu_milli,num_gpu\np,1000,0\n"));
-  InflationResult r = RunInflation(nodes, pods, Policy::kBestFit, 1);
+  InflationResult r = RunInflation(nodes, pods, Policy::kBestFit, 1, 1.3,
+                                   InflationProtocol::kDraw);
   EXPECT_EQ(r.offered, 0);
+  // The FGD simulator's sequence offers the list once and appends nothing.
+  r = RunInflation(nodes, pods, Policy::kBestFit, 1);
+  EXPECT_EQ(r.offered, 1);
   EXPECT_DOUBLE_EQ(r.alloc_ratio, 0);
 }
 
@@ -124,6 +134,41 @@ TEST(Inflation, StopsAtTheOfferedRatio) {
   InflationResult r = RunInflation(nodes, pods, Policy::kBestFit, 1, 0.5);
   EXPECT_EQ(r.offered, 5);  // 10 GPUs, stop once 5 were offered
   EXPECT_DOUBLE_EQ(r.alloc_ratio, 0.5);
+}
+
+// The FGD simulator offers every pod of the list once before it draws:
+// a list whose GPU request is exactly the stop ratio is offered as it is
+// under every seed, where drawing with replacement offers a different mix
+// per seed (here 1.5 GPUs of 10: the 1-GPU pod and the share once each,
+// or the share three times, or the 1-GPU pod twice).
+TEST(Inflation, FgdProtocolOffersTheWholeListOnce) {
+  auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
+  auto pods =
+      *PodsFromCsv(*ParseCsv("name,cpu_milli,num_gpu,gpu_milli\n"
+                             "a,1000,1,1000\n"
+                             "b,1000,1,500\n"));
+  std::set<double> drawn;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    InflationResult r = RunInflation(nodes, pods, Policy::kFgd, seed, 0.15);
+    EXPECT_EQ(r.offered, 2);
+    EXPECT_DOUBLE_EQ(r.alloc_ratio, 0.15);
+    drawn.insert(RunInflation(nodes, pods, Policy::kFgd, seed, 0.15,
+                              InflationProtocol::kDraw)
+                     .alloc_ratio);
+  }
+  EXPECT_GT(drawn.size(), 1u);
+}
+
+// A list that asks for more than the stop ratio loses random pods
+// (tuneDownPods) instead of being offered past it.
+TEST(Inflation, FgdProtocolTunesALargeListDown) {
+  auto nodes = *NodesFromCsv(*ParseCsv(kNodes));
+  std::string csv = "name,num_gpu,gpu_milli\n";
+  for (int i = 0; i < 20; ++i) csv += "p" + std::to_string(i) + ",1,1000\n";
+  auto pods = *PodsFromCsv(*ParseCsv(csv));
+  InflationResult r = RunInflation(nodes, pods, Policy::kBestFit, 7);
+  EXPECT_EQ(r.offered, 13);  // 10 GPUs x 1.3
+  EXPECT_EQ(r.placed, 10);
 }
 
 TEST(Replay, QueuesWhenTheClusterIsFull) {
