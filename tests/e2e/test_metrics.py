@@ -175,8 +175,19 @@ class MetricsTest(unittest.TestCase):
         wait_for(lambda: prom.has_data('count(up{job=~"tupa-.*"} == 1) == 3'), timeout=30,
                  message="every target scraped")
         # rate(), increase() and deriv() need two samples in their window.
-        wait_for(lambda: prom.has_data("deriv(tupa_training_step[10s]) > 0"), timeout=30,
-                 message="training progress in Prometheus")
+        # On a loaded 2-core CI machine a 1 s scrape can time out now and
+        # then: allow a minute, and say what Prometheus held if it fails.
+        try:
+            wait_for(lambda: prom.has_data("deriv(tupa_training_step[10s]) > 0"),
+                     timeout=60, message="training progress in Prometheus")
+        except TimeoutError as e:
+            raw = prom.query("tupa_training_step[30s]")["result"]
+            up = prom.query("up")["result"]
+            progress = self.c.get_job(self.job_id).get("progress", {})
+            raise AssertionError(
+                f"{e}\nsamples in Prometheus: {raw}\nup: {up}\n"
+                f"job {self.job_id}: state {self.c.get_job(self.job_id).get('state')}, "
+                f"progress {progress}\nprometheus log:\n{prom.log_tail()}") from e
 
     def _answers(self, prom, expr, timeout=10):
         if any(name in expr for name in pu.MAY_BE_EMPTY):
