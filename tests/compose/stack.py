@@ -20,6 +20,7 @@ pulled, so:
 """
 
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -126,8 +127,12 @@ class Podman:
         self.conf = os.path.join(cache, "containers.conf")
         with open(self.conf, "w") as f:
             f.write(CONTAINERS_CONF)
-        # Short and private: conmon's sockets live there (108-byte limit).
-        self.runroot = tempfile.mkdtemp(prefix="tupa-podman-")
+        # Short (conmon's sockets live there: 108-byte limit) and fixed for
+        # this cache: podman's database records it and refuses another one.
+        tag = hashlib.sha1(os.path.abspath(cache).encode()).hexdigest()[:10]
+        self.runroot = os.path.join(tempfile.gettempdir(), f"tupa-podman-{tag}")
+        shutil.rmtree(self.runroot, ignore_errors=True)  # a run that did not clean up
+        os.makedirs(self.runroot, mode=0o700)
         self.env = dict(os.environ, CONTAINERS_CONF=self.conf)
         self.argv = ["podman", "--root", os.path.join(cache, "storage"),
                      "--runroot", self.runroot, "--storage-driver", "vfs"]
