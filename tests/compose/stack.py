@@ -14,8 +14,9 @@ pulled, so:
   operation not permitted". Images build with `--isolation chroot
   --network host`.
 - the stack runs under `podman system service` started inside a network
-  namespace this module makes (loopback plus a dummy interface with
-  STACK_IP): compose's network, its DNS and the published ports all live in
+  namespace this module makes (loopback plus a veth pair, one end at
+  STACK_IP), entered with nsenter --net (`ip netns exec` remounts /sys
+  and hides the cgroup mounts runc needs): compose's network, its DNS and the published ports all live in
   that namespace, and nothing leaves it.
 """
 
@@ -138,7 +139,9 @@ class Podman:
                      "--runroot", self.runroot, "--storage-driver", "vfs"]
 
     def __call__(self, *args, check=True, timeout=None, log=None, netns=None):
-        prefix = ["ip", "netns", "exec", netns] if netns else []
+        # nsenter, not `ip netns exec`: the latter remounts /sys, hiding
+        # /sys/fs/cgroup ("runc create failed: no cgroup mount found").
+        prefix = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
         return run(prefix + self.argv + list(args), check=check, timeout=timeout,
                    env=self.env, log=log)
 
@@ -196,16 +199,18 @@ def make_base_image(podman, log, timeout=900):
 
 
 class Namespace:
-    """A network namespace with loopback and a dummy interface at STACK_IP;
+    """A network namespace with loopback and a veth pair, one end at STACK_IP;
     `close` ends every process still in it and deletes it."""
 
     def __init__(self):
         self.name = f"tupa-compose-{os.getpid()}"
         run(["ip", "netns", "add", self.name])
         self.exec(["ip", "link", "set", "lo", "up"])
-        self.exec(["ip", "link", "add", "stack0", "type", "dummy"])
+        # A veth pair with both ends inside (not every kernel has dummy).
+        self.exec(["ip", "link", "add", "stack0", "type", "veth", "peer", "name", "stack1"])
         self.exec(["ip", "addr", "add", f"{STACK_IP}/24", "dev", "stack0"])
         self.exec(["ip", "link", "set", "stack0", "up"])
+        self.exec(["ip", "link", "set", "stack1", "up"])
 
     def exec(self, argv, check=True, timeout=120, env=None):
         return run(["ip", "netns", "exec", self.name, *argv], check=check, timeout=timeout,
@@ -237,7 +242,7 @@ class Service:
         self.socket = os.path.join(podman.runroot, "docker.sock")
         self.url = f"unix://{self.socket}"
         self.log = open(log_path, "ab")
-        argv = ["ip", "netns", "exec", ns.name, *podman.argv, "system", "service",
+        argv = ["nsenter", f"--net=/run/netns/{ns.name}", *podman.argv, "system", "service",
                 "--time", "0", self.url]
         self.proc = subprocess.Popen(argv, env=podman.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
