@@ -205,6 +205,13 @@ class Namespace:
     def __init__(self):
         self.name = f"tupa-compose-{os.getpid()}"
         run(["ip", "netns", "add", self.name])
+        try:
+            self._setup()
+        except BaseException:
+            run(["ip", "netns", "del", self.name], check=False)
+            raise
+
+    def _setup(self):
         self.exec(["ip", "link", "set", "lo", "up"])
         # A veth pair with both ends inside (not every kernel has dummy).
         self.exec(["ip", "link", "add", "stack0", "type", "veth", "peer", "name", "stack1"])
