@@ -29,6 +29,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 STACK_IP = "10.214.0.1"
 
@@ -78,6 +79,19 @@ def unavailable_reason(need_debootstrap):
     if proc.returncode != 0:
         return f"ip netns add failed: {proc.stderr.strip()}"
     run(["ip", "netns", "del", name], check=False)
+    # The base image and the images' apt-get steps need the Debian mirror
+    # apt uses (make deps needs it too); a machine cut off from it cannot
+    # build anything, which is a reason to skip, not a product failure.
+    mirror = next((uri for uri, suite in debian_sources() if suite == "bookworm"),
+                  "http://deb.debian.org/debian")
+    release = mirror.rstrip("/") + "/dists/bookworm/Release"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(release, method="HEAD"),
+                                    timeout=15) as r:
+            if r.status != 200:
+                return f"Debian mirror answered {r.status} for {release}"
+    except (OSError, ValueError) as e:
+        return f"Debian mirror unreachable ({release}: {e}): cannot build the images"
     return None
 
 
