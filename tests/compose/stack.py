@@ -102,7 +102,8 @@ def debian_sources():
     pairs = []
     for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
         try:
-            lines = open(path).read().splitlines()
+            with open(path) as f:
+                lines = f.read().splitlines()
         except OSError:
             continue
         for line in lines:
@@ -112,7 +113,8 @@ def debian_sources():
                 pairs.append((words[1], words[2]))
     for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
         try:
-            text = open(path).read()
+            with open(path) as f:
+                text = f.read()
         except OSError:
             continue
         for stanza in text.split("\n\n"):
@@ -192,6 +194,10 @@ def make_base_image(podman, log, timeout=900):
         mirror = next((uri for uri, suite in sources if suite == "bookworm"),
                       "http://deb.debian.org/debian")
         root = tempfile.mkdtemp(prefix="rootfs-", dir=podman.cache)
+        # mkdtemp makes a 0700 directory and tar records it as the image's
+        # "/": every non-root user in the containers (postgres, prometheus,
+        # tupa) would then get "permission denied" for every path.
+        os.chmod(root, 0o755)
         try:
             run(["debootstrap", "--variant=minbase", "bookworm", root, mirror],
                 log=log, timeout=timeout)

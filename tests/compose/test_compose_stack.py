@@ -38,6 +38,7 @@ podman storage is there too; `rm -rf` it for a cold run). The time of each
 phase is printed at the end and written to BUILD/compose-cache/timings.txt.
 """
 
+import functools
 import json
 import os
 import re
@@ -50,6 +51,12 @@ import time
 import unittest
 
 import stack
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import cluster  # noqa: E402  (tests/e2e: the harness of the other e2e tests)
+
+# Polls podman and the CLI: once a second is enough.
+wait_for = functools.partial(cluster.wait_for, interval=1.0)
 
 ROOT = os.environ.get("TUPA_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -68,18 +75,6 @@ IMAGES = {  # compose image name -> what the test builds for it
 STEPS = 300
 IDLE_AFTER_S = 30
 
-
-def wait_for(predicate, timeout, interval=1.0, message="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = predicate()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {message} "
-                               f"(last: {last!r})")
-        time.sleep(interval)
 
 
 class HealthTicker(threading.Thread):
