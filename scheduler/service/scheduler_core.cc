@@ -116,6 +116,7 @@ absl::Status SchedulerCore::Start() {
       alloc.devices = a.device_indexes;
       alloc.share = a.gpu_share;
       alloc.master_port = a.master_port;
+      alloc.port_span = PortSpan(1);  // its job's world, below, if known
       alloc.started = absl::FromUnixMillis(a.started_at_ms);
       alloc.gpus = a.gpus;
       alloc.region = a.region;
@@ -129,6 +130,9 @@ absl::Status SchedulerCore::Start() {
       // devices, as they would without the restart.
       auto job = jobs_.find(a.job_id);
       if (job != jobs_.end()) {
+        const v1::JobSpec& spec = job->second.job.spec();
+        alloc.port_span = PortSpan(std::max(1, spec.resources().nodes()) *
+                                   RanksPerNode(spec));
         alloc.cpu = job->second.job.spec().resources().cpu();
         alloc.memory = job->second.job.spec().resources().memory_bytes();
         alloc.team = job->second.job.spec().team();
@@ -510,20 +514,31 @@ void SchedulerCore::Schedule(absl::Time now) {
   last_pending_ = std::move(plan.pending);
 }
 
-int32_t SchedulerCore::PickMasterPort(const std::string& worker_id,
-                                      int64_t job_id, int32_t attempt) {
-  std::set<int32_t> used = taken_ports_[worker_id];
-  if (auto placed = worker_allocs_.find(worker_id);
-      placed != worker_allocs_.end())
-    for (const AllocKey& key : placed->second)
-      if (std::get<2>(key) == 0) used.insert(allocs_[key].master_port);
+int32_t SchedulerCore::PickMasterPort(const JobPlacement& placement,
+                                      int32_t attempt, int32_t span) {
+  std::vector<PortRange> used;
+  for (const NodeAssignment& n : placement.nodes) {
+    if (auto taken = taken_ports_.find(n.worker_id);
+        taken != taken_ports_.end())
+      used.insert(used.end(), taken->second.begin(), taken->second.end());
+    if (auto placed = worker_allocs_.find(n.worker_id);
+        placed != worker_allocs_.end())
+      for (const AllocKey& key : placed->second) {
+        const Alloc& a = allocs_[key];
+        used.push_back({a.master_port, a.port_span});
+      }
+  }
   const int count = options_.master_port_count;
   const int start = static_cast<int>(
-      (job_id * 131 + attempt * 7 + master_port_salt_) % count);
-  for (int i = 0; i < count; ++i) {
-    int32_t port = options_.master_port_base + (start + i) % count;
-    if (!used.count(port)) return port;
-  }
+      (placement.job_id * 131 + attempt * 7 + master_port_salt_) % count);
+  if (std::optional<int32_t> port =
+          PickPortBlock(used, span, options_.master_port_base, count, start))
+    return *port;
+  // Every block taken (thousands of jobs on one worker): share one rather
+  // than refuse to run; the job's rendezvous may then fail and requeue.
+  LOG(WARNING) << "no free block of " << span << " ports for job "
+               << placement.job_id << " in " << options_.master_port_base << "+"
+               << count;
   return options_.master_port_base + start;
 }
 
@@ -557,11 +572,13 @@ void SchedulerCore::AssignPlacements(const std::vector<JobPlacement>& placed,
     if (it == jobs_.end() || p.nodes.empty()) continue;
     const int64_t id = p.job_id;
     const int32_t attempt = it->second.job.attempt();
-    const std::string& master = p.nodes[0].worker_id;
-    // Taken until the batch commits: two jobs of one pass led by the same
-    // worker get different ports.
-    const int32_t port = PickMasterPort(master, id, attempt);
-    taken_ports_[master].insert(port);
+    // Taken until the batch commits: two jobs of one pass sharing a
+    // worker get disjoint blocks.
+    const int32_t span = PortSpan(static_cast<int>(p.nodes.size()) *
+                                  RanksPerNode(it->second.job.spec()));
+    const int32_t port = PickMasterPort(p, attempt, span);
+    for (const NodeAssignment& n : p.nodes)
+      taken_ports_[n.worker_id].push_back({port, span});
     std::vector<AllocationRecord> records = RecordsOf(p, attempt, port, now);
     Write(
         absl::StrCat("the assignment of job ", id, " attempt ", attempt),
@@ -625,6 +642,7 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     a.cpu = spec.resources().cpu();
     a.memory = spec.resources().memory_bytes();
     a.master_port = master_port;
+    a.port_span = PortSpan(nnodes * ranks_per_node);
     a.started = absl::FromUnixMillis(absl::ToUnixMillis(now));  // as stored
     a.gpus = n.share * static_cast<double>(n.device_indexes.size());
     a.region = workers_[n.worker_id].info.region();

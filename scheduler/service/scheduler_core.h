@@ -47,6 +47,7 @@
 #include "scheduler/pricing/price_catalog.h"
 #include "scheduler/service/fleet_shapes.h"
 #include "scheduler/service/log_store.h"
+#include "scheduler/service/port_blocks.h"
 #include "scheduler/service/read_view.h"
 #include "scheduler/service/scheduler_metrics.h"
 #include "scheduler/service/worker_session.h"
@@ -168,6 +169,8 @@ class SchedulerCore {
     double cpu = 0;
     int64_t memory = 0;
     int32_t master_port = 0;
+    // Ports its job holds from master_port on this worker (port_blocks.h).
+    int32_t port_span = 1;
     bool running = false;
     absl::Time started;
     double gpus = 0;  // devices x share, what is priced
@@ -293,8 +296,10 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetIfDone(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<NodeView> NodeViews() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int32_t PickMasterPort(const std::string& worker_id, int64_t job_id,
-                         int32_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first port of a block of `span` ports (port_blocks.h) free on
+  // every worker of `placement`.
+  int32_t PickMasterPort(const JobPlacement& placement, int32_t attempt,
+                         int32_t span) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Worker WorkerView(const WorkerEntry& entry)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Send(const std::string& worker_id, v1::SchedulerMessage message)
@@ -556,8 +561,10 @@ class SchedulerCore {
   // Cycles are due at this time (cycle_interval after the last).
   absl::Time next_cycle_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   ReadView reads_;
-  // Master ports given to this pass's assignments before they commit.
-  std::map<std::string, std::set<int32_t>> taken_ports_ ABSL_GUARDED_BY(mu_);
+  // Port blocks given to this pass's assignments before they commit, on
+  // every worker of each.
+  std::map<std::string, std::vector<PortRange>> taken_ports_
+      ABSL_GUARDED_BY(mu_);
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -7,9 +7,12 @@
 
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/metrics.h"
 #include "common/quantity.h"
@@ -112,6 +115,23 @@ absl::StatusOr<absl::Duration> ParseWorkerTimeout(const std::string& value,
   return timeout;
 }
 
+absl::StatusOr<std::pair<int, int>> ParsePortRange(const std::string& value,
+                                                   const std::string& field) {
+  const std::vector<std::string> ends = absl::StrSplit(value, '-');
+  int first = 0, last = 0;
+  if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &first) ||
+      !absl::SimpleAtoi(ends[1], &last))
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be a port range FIRST-LAST, not \"", value, "\""));
+  if (first < 1024 || last > 65535 || last - first + 1 < 3)
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ": must lie in 1024-65535 and hold at least 3 "
+                     "ports, not ",
+                     value));
+  return std::make_pair(first, last - first + 1);
+}
+
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path,
                                            const std::string& what) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(path, what));
@@ -186,6 +206,11 @@ absl::Status MergeConfigFile(const std::string& path,
     } else if (key == "policy") {
       ASSIGN_OR_RETURN(options.core.policy,
                        ParseSchedulerPolicy(value, "policy"));
+    } else if (key == "job_ports") {
+      auto range = ParsePortRange(value, "job_ports");
+      if (!range.ok()) return InFile(path, range.status());
+      options.core.master_port_base = range->first;
+      options.core.master_port_count = range->second;
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("config ", path, ": ", key, ": unknown setting"));

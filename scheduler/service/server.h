@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "scheduler/service/scheduler_core.h"
@@ -54,6 +55,13 @@ absl::StatusOr<PlacementOptions::Policy> ParseSchedulerPolicy(
 // A positive duration ("15s", "2m"), or InvalidArgument naming `field`.
 absl::StatusOr<absl::Duration> ParseWorkerTimeout(const std::string& value,
                                                   const std::string& field);
+
+// A port range "FIRST-LAST" (inclusive, 1024-65535, at least 3 ports) as
+// (first, count), or InvalidArgument naming `field`. The `job_ports`
+// setting: the ports the scheduler gives jobs' rendezvous, Horovod and
+// TensorFlow processes on workers (port_blocks.h); default 29500-31499.
+absl::StatusOr<std::pair<int, int>> ParsePortRange(const std::string& value,
+                                                   const std::string& field);
 
 // Reads a secret file, trimmed of surrounding whitespace; InvalidArgument
 // naming `what` when it cannot be read or is empty.

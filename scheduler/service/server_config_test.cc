@@ -33,6 +33,19 @@ TEST_F(ConfigFileTest, ReadsPolicyAndWorkerTimeout) {
   EXPECT_EQ(options_.core.worker_timeout, absl::Seconds(20));
 }
 
+TEST_F(ConfigFileTest, ReadsJobPortsAndNamesItWhenBad) {
+  ASSERT_TRUE(Merge("job_ports: 40000-40099\n").ok());
+  EXPECT_EQ(options_.core.master_port_base, 40000);
+  EXPECT_EQ(options_.core.master_port_count, 100);
+  for (const char* bad :
+       {"job_ports: 40000\n", "job_ports: 40010-40000\n", "job_ports: 80-90\n",
+        "job_ports: 40000-40001\n", "job_ports: a-b\n"}) {
+    absl::Status s = Merge(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("job_ports: must"), std::string::npos) << s;
+  }
+}
+
 TEST_F(ConfigFileTest, NonNameKeysAreErrorsNotCrashes) {
   for (const char* yaml : {"? [a, b]\n: 1\n", "auth:\n  ? {x: 1}\n  : true\n",
                            "tls:\n  ? [cert]\n  : /x\n"}) {

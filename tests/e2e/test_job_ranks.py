@@ -3,7 +3,9 @@ environment (issue 2, must-show 2), and TensorFlow's TF_CONFIG and
 Horovod's variables in both launch modes (issue 19)."""
 
 import json
+import os
 import re
+import tempfile
 import unittest
 
 from cluster import Cluster
@@ -95,6 +97,43 @@ class JobRanksTest(unittest.TestCase):
             self.assertEqual(rendezvous, f"{host}:{int(port) + 1}")
             self.assertEqual(workers[int(rank)].rsplit(":", 1)[1],
                              str(int(port) + 2 + int(rank)))
+
+    def test_jobs_sharing_workers_get_disjoint_port_blocks(self):
+        """A job holds MASTER_PORT, +1 (Horovod) and +2+g (TensorFlow worker
+        g) on every worker it runs on: three 2-node jobs sharing two workers
+        in a 24-port job_ports range (room for a third 4-port block however
+        the first two fall) must get three disjoint blocks (one port each,
+        as before, let one job's store land on another's Horovod or
+        TensorFlow port)."""
+        first, last = 40100, 40123
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+            f.write(f"job_ports: {first}-{last}\n")
+        self.addCleanup(os.remove, f.name)
+        with Cluster(workers=2, gpus_per_worker=3, scheduler_config=f.name) as c:
+            jobs = [c.submit("--nodes", "2", "--gpus", "1", "--", "sh", "-c",
+                             'echo "PORTS $MASTER_PORT $WORLD_SIZE"; sleep 8')["id"]
+                    for _ in range(3)]
+            for job in jobs:
+                c.wait_job(job, "RUNNING", timeout=60)
+            # All three hold their workers at once.
+            self.assertEqual([c.get_job(j)["state"] for j in jobs],
+                             ["JOB_STATE_RUNNING"] * 3)
+            blocks = []
+            for job in jobs:
+                c.wait_job(job, "SUCCEEDED", timeout=60)
+                out = c.cli("logs", str(job)).stdout
+                seen = {tuple(map(int, l.split()[-2:]))
+                        for l in re.sub(r"(?m)^\[rank \d+\] ", "", out).splitlines()
+                        if l.startswith("PORTS ")}
+                self.assertEqual(len(seen), 1, out)  # one block per job
+                port, world = seen.pop()
+                self.assertEqual(world, 2)
+                blocks.append(range(port, port + 2 + world))
+            for b in blocks:
+                self.assertGreaterEqual(b.start, first, blocks)
+                self.assertLessEqual(b.stop - 1, last, blocks)
+            ports = [p for b in blocks for p in b]
+            self.assertEqual(len(ports), len(set(ports)), f"overlapping blocks {blocks}")
 
     def test_failing_rank_fails_the_job_with_its_exit_code(self):
         with Cluster(workers=1, gpus_per_worker=2) as c:

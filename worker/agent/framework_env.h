@@ -7,7 +7,9 @@
 // store). Horovod's Gloo rendezvous is MASTER_ADDR:MASTER_PORT+1 (served
 // by the job: horovodrun's driver is not run), and the TensorFlow worker of
 // global rank g listens on MASTER_PORT+2+g of its node, so the ports of a
-// job are distinct even when several of its nodes share a host.
+// job are distinct even when several of its nodes share a host. The
+// scheduler keeps these blocks of different jobs apart on every worker
+// (scheduler/service/port_blocks.h).
 #ifndef TUPA_WORKER_AGENT_FRAMEWORK_ENV_H_
 #define TUPA_WORKER_AGENT_FRAMEWORK_ENV_H_
 
