@@ -19,6 +19,15 @@ namespace tupa::scheduler {
 
 using google::protobuf::util::TimeUtil;
 
+namespace {
+
+// The ports a job holds on each of its workers (port_blocks.h).
+int32_t JobPortSpan(const v1::JobSpec& spec) {
+  return PortSpan(std::max(1, spec.resources().nodes()) * RanksPerNode(spec));
+}
+
+}  // namespace
+
 SchedulerCore::SchedulerCore(Stores* stores, SchedulerOptions options)
     : job_store_(&stores->jobs()),
       usage_store_(&stores->usage()),
@@ -131,11 +140,10 @@ absl::Status SchedulerCore::Start() {
       auto job = jobs_.find(a.job_id);
       if (job != jobs_.end()) {
         const v1::JobSpec& spec = job->second.job.spec();
-        alloc.port_span = PortSpan(std::max(1, spec.resources().nodes()) *
-                                   RanksPerNode(spec));
-        alloc.cpu = job->second.job.spec().resources().cpu();
-        alloc.memory = job->second.job.spec().resources().memory_bytes();
-        alloc.team = job->second.job.spec().team();
+        alloc.port_span = JobPortSpan(spec);
+        alloc.cpu = spec.resources().cpu();
+        alloc.memory = spec.resources().memory_bytes();
+        alloc.team = spec.team();
       }
       if (job != jobs_.end()) {
         job->second.closed_gpu_seconds -=
@@ -516,12 +524,13 @@ void SchedulerCore::Schedule(absl::Time now) {
 
 int32_t SchedulerCore::PickMasterPort(const JobPlacement& placement,
                                       int32_t attempt, int32_t span) {
+  std::set<std::string> workers;
+  for (const NodeAssignment& n : placement.nodes) workers.insert(n.worker_id);
   std::vector<PortRange> used;
-  for (const NodeAssignment& n : placement.nodes) {
-    if (auto taken = taken_ports_.find(n.worker_id);
-        taken != taken_ports_.end())
+  for (const std::string& worker : workers) {
+    if (auto taken = taken_ports_.find(worker); taken != taken_ports_.end())
       used.insert(used.end(), taken->second.begin(), taken->second.end());
-    if (auto placed = worker_allocs_.find(n.worker_id);
+    if (auto placed = worker_allocs_.find(worker);
         placed != worker_allocs_.end())
       for (const AllocKey& key : placed->second) {
         const Alloc& a = allocs_[key];
@@ -574,8 +583,7 @@ void SchedulerCore::AssignPlacements(const std::vector<JobPlacement>& placed,
     const int32_t attempt = it->second.job.attempt();
     // Taken until the batch commits: two jobs of one pass sharing a
     // worker get disjoint blocks.
-    const int32_t span = PortSpan(static_cast<int>(p.nodes.size()) *
-                                  RanksPerNode(it->second.job.spec()));
+    const int32_t span = JobPortSpan(it->second.job.spec());
     const int32_t port = PickMasterPort(p, attempt, span);
     for (const NodeAssignment& n : p.nodes)
       taken_ports_[n.worker_id].push_back({port, span});
@@ -642,7 +650,7 @@ void SchedulerCore::StartPlacement(const JobPlacement& placement,
     a.cpu = spec.resources().cpu();
     a.memory = spec.resources().memory_bytes();
     a.master_port = master_port;
-    a.port_span = PortSpan(nnodes * ranks_per_node);
+    a.port_span = JobPortSpan(spec);
     a.started = absl::FromUnixMillis(absl::ToUnixMillis(now));  // as stored
     a.gpus = n.share * static_cast<double>(n.device_indexes.size());
     a.region = workers_[n.worker_id].info.region();

@@ -183,11 +183,11 @@ class MetricsTest(unittest.TestCase):
         except TimeoutError as e:
             raw = prom.query("tupa_training_step[30s]")["result"]
             up = prom.query("up")["result"]
-            progress = self.c.get_job(self.job_id).get("progress", {})
+            job = self.c.get_job(self.job_id)
             raise AssertionError(
                 f"{e}\nsamples in Prometheus: {raw}\nup: {up}\n"
-                f"job {self.job_id}: state {self.c.get_job(self.job_id).get('state')}, "
-                f"progress {progress}\nprometheus log:\n{prom.log_tail()}") from e
+                f"job {self.job_id}: state {job.get('state')}, "
+                f"progress {job.get('progress', {})}\nprometheus log:\n{prom.log_tail()}") from e
 
     def _answers(self, prom, expr, timeout=10):
         if any(name in expr for name in pu.MAY_BE_EMPTY):
