@@ -51,7 +51,7 @@ def run(argv, check=True, timeout=None, env=None, log=None, input=None):
     """Runs argv; CompletedProcess (text). With `log` (an open file) the
     output goes there instead of being captured."""
     if log is not None:
-        log.write(f"$ {' '.join(map(str, argv))}\n")
+        log.write(f"[{time.strftime('%H:%M:%S', time.gmtime())}] $ {' '.join(map(str, argv))}\n")
         log.flush()
         proc = subprocess.run(list(map(str, argv)), stdout=log, stderr=subprocess.STDOUT,
                               text=True, timeout=timeout, env=env, input=input)

@@ -25,9 +25,11 @@ be pulled, so (stack.py has the details):
   container every 2 s (what the timer would do); compose's `depends_on:
   condition: service_healthy` then works as written.
 
-Steps: make-secrets; up; `tupa workers` through the published port with the
-admin token; the example Fashion-MNIST job (deploy/examples/fmnist-mlp.yaml
-on one node, 300 steps) SUCCEEDED on worker-cpu; Prometheus
+Steps: make-secrets; up; the example Fashion-MNIST job
+(deploy/examples/fmnist-mlp.yaml on one node, 300 steps) submitted as soon
+as the scheduler answers (so the idle timer cannot stop the worker first);
+`tupa workers` through the published port with the admin token lists
+worker-cpu; the job SUCCEEDED on it; Prometheus
 (deploy/prometheus/prometheus-compose.yml) has `up == 1` for the scheduler
 and worker-cpu; an idle shutdown of worker-cpu that compose does not undo
 (exit 0, `restart: on-failure`); `down` keeping the volumes; `up` again with
@@ -73,7 +75,7 @@ IMAGES = {  # compose image name -> what the test builds for it
     "docker.io/prom/prometheus:v2.53.2": ("Dockerfile", os.path.join(HERE, "prometheus")),
 }
 STEPS = 300
-IDLE_AFTER_S = 30
+IDLE_AFTER_S = 45
 
 
 
@@ -137,7 +139,8 @@ class ComposeStackTest(unittest.TestCase):
                    TUPA_TOKEN=self.admin_token)
         proc = self.ns.exec([os.path.join(BIN, "tupa"), *args], check=False,
                             timeout=timeout, env=env)
-        self.log.write(f"$ tupa {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
+        self.log.write(f"[{time.strftime('%H:%M:%S', time.gmtime())}] $ tupa {' '.join(args)}\n"
+                       f"{proc.stdout}{proc.stderr}\n")
         self.log.flush()
         if check and proc.returncode != 0:
             raise AssertionError(f"tupa {' '.join(args)} exited {proc.returncode}: "
@@ -283,15 +286,12 @@ idle_shutdown:
         self.compose("--profile", "cpu", "up", "-d", "--no-build", *SERVICES)
         self.compose("ps")
 
-        # `tupa workers` through the published port, with the admin token.
-        wait_for(lambda: any(w.get("id") == "cpu-1" for w in self.workers()), 180,
-                 message="worker cpu-1 in `tupa workers`")
-        self.assertIn("cpu-1", self.tupa("workers").stdout)
-        self.phase("up: stack running, worker cpu-1 registered", t)
-
         # The example job on the CPU worker: one node (the stack has one
-        # worker with 2 emulated devices), a few hundred steps.
-        t = time.monotonic()
+        # worker with 2 emulated devices), a few hundred steps. It is
+        # submitted as soon as the scheduler answers, before the worker is
+        # looked for: an idle worker is stopped IDLE_AFTER_S after it
+        # connects, and a slow `up` or `ps` under load (CI ran into this)
+        # must not leave the job without a worker.
         with open(os.path.join(ROOT, "deploy", "examples", "fmnist-mlp.yaml")) as f:
             spec = f.read()
         spec, n = re.subn(r"(?m)^(\s+)epochs: \d+$", rf"\1steps: {STEPS}", spec)
@@ -299,9 +299,19 @@ idle_shutdown:
         spec_path = os.path.join(self.work, "fmnist-mlp.yaml")
         with open(spec_path, "w") as f:
             f.write(spec)
+        wait_for(lambda: self.tupa("list", check=False).returncode == 0, 180,
+                 message="the scheduler answering through the published port")
         job = self.tupa_json("submit", "-f", spec_path, "--nodes", "1")
         job = job.get("job", job)
         job_id = str(job["id"])
+
+        # `tupa workers` through the published port, with the admin token.
+        wait_for(lambda: any(w.get("id") == "cpu-1" for w in self.workers()), 180,
+                 message="worker cpu-1 in `tupa workers`")
+        self.assertIn("cpu-1", self.tupa("workers").stdout)
+        self.phase("up: stack running, worker cpu-1 registered", t)
+
+        t = time.monotonic()
         wait = self.tupa("wait", job_id, "--timeout", "15m", check=False, timeout=960)
         self.assertEqual(wait.returncode, 0, f"job {job_id}: {wait.stdout}{wait.stderr}\n"
                          f"{self.tupa('logs', job_id, check=False).stdout[-3000:]}")
