@@ -4,7 +4,7 @@
 # ports, driven by tupa-fleet-sim; prints the simulator's JSON line.
 #
 #   bench/fleet.sh [--real-workers N] [--worker-timeout D] [--restart-check]
-#                  [SIM FLAGS...]
+#                  [--reader] [SIM FLAGS...]
 #
 # SIM FLAGS go to tupa-fleet-sim as given (e.g. --workers 1000 --jobs
 # 20000 --runtime-ms 2000-5000); --scheduler and --scheduler-pid are set
@@ -14,8 +14,13 @@
 # polling GetJob. With --restart-check, once the simulator is done the
 # scheduler is killed (-9) and started again on the same database: a second
 # JSON line gives how long it took to serve again (bench "fleet_restart":
-# the first answered ListJobs) and what the rebuilt view holds. Everything
-# this script starts is stopped by pid on exit.
+# the first answered ListJobs) and what the rebuilt view holds. With
+# --reader, a second tupa-fleet-sim process (--reader) probes the same reads
+# from outside the fleet's process, from the moment the workers are up
+# until the simulator is done, and prints a "fleet_reader" line after the
+# simulator's: the reads as a user on another machine sees them, not
+# queued behind the simulated workers' callbacks. Everything this script
+# starts is stopped by pid on exit.
 #
 # Environment: TUPA_BIN_DIR (default build/bin).
 set -euo pipefail
@@ -25,12 +30,14 @@ BIN=${TUPA_BIN_DIR:-$ROOT/build/bin}
 real_workers=0
 worker_timeout=15s
 restart_check=0
+reader=0
 sim_args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --real-workers) real_workers=$2; shift 2 ;;
     --worker-timeout) worker_timeout=$2; shift 2 ;;
     --restart-check) restart_check=1; shift ;;
+    --reader) reader=1; shift ;;
     *) sim_args+=("$1"); shift ;;
   esac
 done
@@ -44,6 +51,7 @@ source "$ROOT/bench/lib/submit_stack.sh"
 worker_pids=()
 cleanup() {
   local pid
+  if [[ -n ${reader_pid:-} ]]; then kill "$reader_pid" 2>/dev/null || true; wait "$reader_pid" 2>/dev/null || true; fi
   if [[ -n ${perf_pid:-} ]]; then kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; fi
   for pid in "${worker_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${worker_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -71,6 +79,22 @@ if [[ -n ${TUPA_BENCH_PERF:-} ]]; then
   perf record ${TUPA_BENCH_PERF_ARGS:--g -F 499} -p "$sched_pid" -o "$TUPA_BENCH_PERF" >"$work/perf.log" 2>&1 &
   perf_pid=$!
 fi
+reader_pid=
+if (( reader )); then
+  fleet_size=$real_workers
+  if (( fleet_size == 0 )); then
+    fleet_size=100  # tupa-fleet-sim's default --workers
+    for ((i = 0; i < ${#sim_args[@]}; i++)); do
+      case ${sim_args[i]} in
+        --workers) fleet_size=${sim_args[i + 1]} ;;
+        --workers=*) fleet_size=${sim_args[i]#--workers=} ;;
+      esac
+    done
+  fi
+  "$BIN/tupa-fleet-sim" --reader --scheduler "127.0.0.1:$port" --wait-workers "$fleet_size" \
+    --duration-limit-s 7200 >"$work/reader.json" 2>"$work/reader.log" &
+  reader_pid=$!
+fi
 "$BIN/tupa-fleet-sim" --scheduler "127.0.0.1:$port" --scheduler-pid "$sched_pid" \
   "${sim_args[@]}" 2>"$work/sim.log" || {
   rc=$?
@@ -78,6 +102,12 @@ fi
   tail -n 20 "$work/scheduler.log" >&2
   exit "$rc"
 }
+if [[ -n $reader_pid ]]; then
+  kill -TERM "$reader_pid" 2>/dev/null || true
+  wait "$reader_pid" || { echo "bench/fleet.sh: the reader failed:" >&2; tail -n 5 "$work/reader.log" >&2; }
+  reader_pid=
+  cat "$work/reader.json"
+fi
 
 if (( restart_check )); then
   start_ns=$(date +%s%N)

@@ -97,7 +97,8 @@ absl::StatusOr<double> ConnectFleet(
   return absl::ToDoubleSeconds(absl::Now() - began);
 }
 
-// Waits until ListWorkers shows `want` workers up; Unavailable otherwise.
+}  // namespace
+
 absl::Status WaitForWorkersUp(const std::string& scheduler, int want,
                               absl::Duration timeout) {
   auto stub = v1::ClusterService::NewStub(
@@ -121,8 +122,6 @@ absl::Status WaitForWorkersUp(const std::string& scheduler, int want,
       absl::StrCat("only ", up, " of ", want, " workers up at ", scheduler,
                    " after ", absl::FormatDuration(timeout)));
 }
-
-}  // namespace
 
 absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
   JobMixOptions mix_options;

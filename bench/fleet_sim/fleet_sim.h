@@ -15,13 +15,21 @@
 #ifndef TUPA_BENCH_FLEET_SIM_FLEET_SIM_H_
 #define TUPA_BENCH_FLEET_SIM_FLEET_SIM_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "bench/fleet_sim/options.h"
 #include "bench/fleet_sim/report.h"
 
 namespace tupa::fleet_sim {
 
 absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& options);
+
+// Waits until ListWorkers at `scheduler` shows `want` workers up;
+// Unavailable after `timeout`.
+absl::Status WaitForWorkersUp(const std::string& scheduler, int want,
+                              absl::Duration timeout);
 
 }  // namespace tupa::fleet_sim
 

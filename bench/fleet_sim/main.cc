@@ -4,8 +4,10 @@
 // worker protocol), M submitted jobs and read probes; see bench/README.md.
 // Exit status: 0 the run finished, 1 it hit --duration-limit-s or the
 // scheduler could not be reached, 2 bad flags.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "bench/fleet_sim/fleet_sim.h"
+#include "bench/fleet_sim/reader.h"
 #include "common/flag_names.h"
 
 ABSL_FLAG(std::string, scheduler, "127.0.0.1:50051", "scheduler host:port");
@@ -66,10 +69,36 @@ ABSL_FLAG(double, duration_limit_s, 600,
           "give up this long after the first submit (report timed_out)");
 ABSL_FLAG(double, connect_timeout_s, 120, "wait this long for the fleet");
 ABSL_FLAG(int, scheduler_pid, 0, "read CPU and RSS from /proc/<pid>");
+ABSL_FLAG(bool, reader, false,
+          "only probe reads, as a user outside the fleet: no workers, no "
+          "submits; GetJob of the jobs the ListJobs probes return; from "
+          "--wait-workers up until SIGINT/SIGTERM or --duration-limit-s; "
+          "prints a \"fleet_reader\" line (bench/fleet.sh runs one)");
 ABSL_FLAG(std::string, record, "",
           "write one JSON line per node run to this file");
 
 namespace {
+
+std::atomic<bool> stop_reading{false};
+
+void StopReading(int) { stop_reading.store(true); }
+
+// --reader: probes until a signal; exit 0 with its line, 1 unreachable.
+int RunReaderMain(const tupa::fleet_sim::FleetSimOptions& options) {
+  struct sigaction sa {};
+  sa.sa_handler = StopReading;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  absl::StatusOr<tupa::fleet_sim::ReaderReport> report =
+      tupa::fleet_sim::RunReader(options, stop_reading);
+  if (!report.ok()) {
+    std::cerr << "tupa-fleet-sim --reader: " << report.status() << "\n";
+    std::_Exit(1);
+  }
+  std::printf("%s\n", tupa::fleet_sim::ToJson(*report).c_str());
+  std::fflush(stdout);
+  std::_Exit(0);
+}
 
 absl::Status ParseRange(const std::string& text, int* lo, int* hi) {
   std::vector<std::string> parts = absl::StrSplit(text, '-');
@@ -150,6 +179,7 @@ int main(int argc, char** argv) {
     std::cerr << "tupa-fleet-sim: " << s.message() << "\n";
     return 2;
   }
+  if (absl::GetFlag(FLAGS_reader)) return RunReaderMain(options);
   absl::StatusOr<tupa::fleet_sim::FleetReport> report =
       tupa::fleet_sim::RunFleetSim(options);
   if (!report.ok()) {

@@ -85,6 +85,8 @@ void Prober::Fire(Kind kind) {
       {
         absl::MutexLock lock(&mu_);
         id = tracker_->RandomAcked(rng_);
+        if (!id && !listed_ids_.empty())
+          id = listed_ids_[rng_() % listed_ids_.size()];
         if (!id) return;
         ++in_flight_;
       }
@@ -108,6 +110,12 @@ void Prober::Fire(Kind kind) {
       c->ctx.set_deadline(absl::ToChronoTime(deadline));
       jobs_->async()->ListJobs(
           &c->ctx, &c->req, &c->resp, [this, c, record](grpc::Status s) {
+            if (s.ok() && c->resp.jobs_size() > 0) {
+              absl::MutexLock lock(&mu_);
+              listed_ids_.clear();
+              for (const v1::Job& j : c->resp.jobs())
+                listed_ids_.push_back(j.id());
+            }
             record(&out_->list_jobs, &out_->list_jobs_errors, c->began, s);
             delete c;
           });

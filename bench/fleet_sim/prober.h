@@ -1,6 +1,8 @@
 // Prober: the reads a user makes while the fleet runs, each at `hz` on one
-// shared channel: GetJob of a random acknowledged job, ListJobs (limit 100)
-// and ListWorkers. Every call has `deadline`; its latency is recorded
+// shared channel: GetJob of a random acknowledged job (or, before any job
+// of this process was acknowledged, of a random job the ListJobs probes
+// returned: a reader that submits nothing), ListJobs (limit 100) and
+// ListWorkers. Every call has `deadline`; its latency is recorded
 // whatever the outcome (a call that ran into its deadline counts as the
 // deadline), failures are counted by code. Calls are independent: a slow
 // one does not delay the next. Thread-safe.
@@ -18,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -61,6 +64,8 @@ class Prober {
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){42};
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Job ids the last ListJobs probe returned.
+  std::vector<int64_t> listed_ids_ ABSL_GUARDED_BY(mu_);
 };
 
 class CompletionPoller {

@@ -77,4 +77,13 @@ std::string ToJson(const FleetReport& r) {
       ", \"wall_s\": ", Rate(r.wall_s), "}");
 }
 
+std::string ToJson(const ReaderReport& r) {
+  return absl::StrCat("{\"bench\": \"fleet_reader\", ",
+                      Latency("getjob_ms", r.getjob_ms), ", ",
+                      Latency("listjobs_ms", r.listjobs_ms), ", ",
+                      Latency("listworkers_ms", r.listworkers_ms),
+                      ", \"probe_errors\": ", Counts(r.probe_errors),
+                      ", \"wall_s\": ", Rate(r.wall_s), "}");
+}
+
 }  // namespace tupa::fleet_sim

@@ -48,6 +48,16 @@ struct FleetReport {
 
 std::string ToJson(const FleetReport& r);
 
+// What tupa-fleet-sim --reader measured (reader.h).
+struct ReaderReport {
+  LatencySummary getjob_ms, listjobs_ms, listworkers_ms;
+  std::map<std::string, long> probe_errors;  // by code
+  double wall_s = 0;                         // probing
+};
+
+// {"bench": "fleet_reader", "getjob_ms_p50": ..., "wall_s": ...}: one line.
+std::string ToJson(const ReaderReport& r);
+
 }  // namespace tupa::fleet_sim
 
 #endif  // TUPA_BENCH_FLEET_SIM_REPORT_H_

@@ -5,6 +5,10 @@ Cluster and read what it wrote (its JSON line, its --record file).
     ...                      # e.g. kill the scheduler meanwhile
     report = sim.wait(timeout=170)   # the parsed JSON line
     runs = read_record(path)
+
+    reader = FleetReader(c, "--wait-workers", 50)   # reads from outside
+    ...
+    reads = reader.stop()            # its "fleet_reader" line
 """
 
 import json
@@ -55,6 +59,36 @@ class FleetSim:
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()[-3000:]
+
+
+class FleetReader:
+    """A running `tupa-fleet-sim --reader` (bench/fleet_sim/reader.h): the
+    same read probes from a process outside the fleet's, until stop()."""
+
+    def __init__(self, cluster, *args):
+        self.out_path = os.path.join(cluster.home, "fleet-reader.json")
+        self.err_path = os.path.join(cluster.home, "fleet-reader.log")
+        argv = [bin_path("tupa-fleet-sim", cluster.bin_dir), "--reader",
+                "--scheduler", cluster.env["TUPA_SCHEDULER"], *map(str, args)]
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err)
+
+    def stop(self, timeout=30):
+        """SIGTERM, then its JSON line as a dict (AssertionError if none)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        with open(self.out_path) as f:
+            lines = [l for l in f.read().splitlines() if l.strip()]
+        if not lines:
+            with open(self.err_path, errors="replace") as f:
+                raise AssertionError(f"tupa-fleet-sim --reader exited {self.proc.returncode} "
+                                     f"without a report: {f.read()[-3000:]}")
+        return json.loads(lines[-1])
 
 
 def read_record(path):

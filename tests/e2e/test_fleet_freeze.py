@@ -10,7 +10,9 @@ time, with the scheduler's lock held for minutes. Now:
   (default 110) at once, however many cores it has (the 512-core one);
 - the jobs are spread: every worker runs a fair part of them;
 - reads answer throughout: GetJob, ListJobs and ListWorkers, probed
-  10 times a second each with a 1 s deadline, never miss it;
+  10 times a second each with a 1 s deadline, never miss it, both from
+  the simulator's process and from a reader process of their own
+  (`tupa-fleet-sim --reader`, a user outside the fleet);
 - and all 20,000 complete within the run's limit.
 """
 
@@ -19,7 +21,7 @@ import os
 import unittest
 
 from cluster import Cluster
-from fleet import FleetSim, read_record
+from fleet import FleetReader, FleetSim, read_record
 
 JOBS = 20000
 CPUS = [16, 16, 16, 512]
@@ -48,6 +50,8 @@ class FleetFreezeTest(unittest.TestCase):
     def test_jobs_asking_for_nothing_are_spread_and_reads_answer(self):
         with Cluster(workers=0) as c:
             record = os.path.join(c.home, "record.jsonl")
+            reader = FleetReader(c, "--wait-workers", len(CPUS), "--probe-hz", 10,
+                                 "--probe-deadline-s", 1)
             sim = FleetSim(c, "--workers", len(CPUS), "--gpus-per-worker", 8,
                            "--cpu-per-worker", ",".join(map(str, CPUS)),
                            "--jobs", JOBS, "--mix", "none", "--runtime-ms", "100-300",
@@ -57,6 +61,7 @@ class FleetFreezeTest(unittest.TestCase):
                 report = sim.wait(timeout=LIMIT_S + 40)
             finally:
                 sim.kill()
+                reads = reader.stop()
             runs = read_record(record)
             by_worker = collections.defaultdict(list)
             for r in runs:
@@ -82,6 +87,15 @@ class FleetFreezeTest(unittest.TestCase):
                 self.assertLess(report[f"{kind}_ms_max"], 1000, summary)
                 self.assertGreaterEqual(report[f"{kind}_ms_count"],
                                         int(report["wall_s"] * 10 * 0.5), summary)
+
+            # The same from a process outside the fleet's (a user's reads);
+            # its GetJob asks for jobs its ListJobs returned.
+            self.assertEqual(reads["probe_errors"], {},
+                             f"outside reads missed their 1 s deadline: {reads}")
+            for kind in ("getjob", "listjobs", "listworkers"):
+                self.assertLess(reads[f"{kind}_ms_max"], 1000, reads)
+                self.assertGreaterEqual(reads[f"{kind}_ms_count"],
+                                        int(reads["wall_s"] * 10 * 0.5), reads)
 
             # Everything ran, in time, once.
             self.assertFalse(report["timed_out"], summary)
