@@ -25,11 +25,11 @@ be pulled, so (stack.py has the details):
   container every 2 s (what the timer would do); compose's `depends_on:
   condition: service_healthy` then works as written.
 
-Steps: make-secrets; up; the example Fashion-MNIST job
-(deploy/examples/fmnist-mlp.yaml on one node, 300 steps) submitted as soon
-as the scheduler answers (so the idle timer cannot stop the worker first);
-`tupa workers` through the published port with the admin token lists
-worker-cpu; the job SUCCEEDED on it; Prometheus
+Steps: make-secrets; up without the worker; the example Fashion-MNIST job
+(deploy/examples/fmnist-mlp.yaml on one node, 300 steps) submitted once the
+scheduler answers through the published port; up worker-cpu (so the idle
+timer cannot stop the worker before it has the job); `tupa workers` with
+the admin token lists worker-cpu; the job SUCCEEDED on it; Prometheus
 (deploy/prometheus/prometheus-compose.yml) has `up == 1` for the scheduler
 and worker-cpu; an idle shutdown of worker-cpu that compose does not undo
 (exit 0, `restart: on-failure`); `down` keeping the volumes; `up` again with
@@ -283,15 +283,14 @@ idle_shutdown:
         self.service = stack.Service(self.podman, self.ns, os.path.join(self.work, "service.log"))
         self.health = HealthTicker(self.podman, self.ns, self.project)
         self.health.start()
-        self.compose("--profile", "cpu", "up", "-d", "--no-build", *SERVICES)
-        self.compose("ps")
-
-        # The example job on the CPU worker: one node (the stack has one
-        # worker with 2 emulated devices), a few hundred steps. It is
-        # submitted as soon as the scheduler answers, before the worker is
-        # looked for: an idle worker is stopped IDLE_AFTER_S after it
-        # connects, and a slow `up` or `ps` under load (CI ran into this)
-        # must not leave the job without a worker.
+        # The stack up without the worker first; the example job submitted
+        # once the scheduler answers through the published port; then the
+        # worker. A worker that is up with nothing to run is stopped by the
+        # idle policy IDLE_AFTER_S later, and under load the published port
+        # answered only ~45 s after `up` (CI, and here: `ps` alone took
+        # 22 s), so the job has to be waiting when the worker comes.
+        self.compose("--profile", "cpu", "up", "-d", "--no-build",
+                     *[s for s in SERVICES if s != "worker-cpu"])
         with open(os.path.join(ROOT, "deploy", "examples", "fmnist-mlp.yaml")) as f:
             spec = f.read()
         spec, n = re.subn(r"(?m)^(\s+)epochs: \d+$", rf"\1steps: {STEPS}", spec)
@@ -301,15 +300,18 @@ idle_shutdown:
             f.write(spec)
         wait_for(lambda: self.tupa("list", check=False).returncode == 0, 180,
                  message="the scheduler answering through the published port")
+        # One node: the stack has one worker with 2 emulated devices.
         job = self.tupa_json("submit", "-f", spec_path, "--nodes", "1")
         job = job.get("job", job)
         job_id = str(job["id"])
+        self.compose("--profile", "cpu", "up", "-d", "--no-build", "worker-cpu")
+        self.compose("ps")
 
         # `tupa workers` through the published port, with the admin token.
         wait_for(lambda: any(w.get("id") == "cpu-1" for w in self.workers()), 180,
                  message="worker cpu-1 in `tupa workers`")
         self.assertIn("cpu-1", self.tupa("workers").stdout)
-        self.phase("up: stack running, worker cpu-1 registered", t)
+        self.phase("up: stack running, job submitted, worker cpu-1 registered", t)
 
         t = time.monotonic()
         wait = self.tupa("wait", job_id, "--timeout", "15m", check=False, timeout=960)
