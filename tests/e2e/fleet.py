@@ -18,37 +18,28 @@ import subprocess
 from cluster import bin_path
 
 
-class FleetSim:
-    """A running tupa-fleet-sim (stdout/stderr in files under c.home)."""
+class _SimProcess:
+    """A tupa-fleet-sim process started with `args`; its stdout (the JSON
+    line) and stderr in files NAME.json and NAME.log under c.home."""
 
-    def __init__(self, cluster, *args, record=None):
+    def __init__(self, cluster, name, args):
         self.cluster = cluster
-        self.out_path = os.path.join(cluster.home, "fleet-sim.json")
-        self.err_path = os.path.join(cluster.home, "fleet-sim.log")
-        argv = [bin_path("tupa-fleet-sim", cluster.bin_dir),
-                "--scheduler", cluster.env["TUPA_SCHEDULER"], *map(str, args)]
-        if record:
-            argv += ["--record", record]
-        self.argv = argv
+        self.label = "tupa-fleet-sim --reader" if "--reader" in args else "tupa-fleet-sim"
+        self.out_path = os.path.join(cluster.home, f"{name}.json")
+        self.err_path = os.path.join(cluster.home, f"{name}.log")
+        self.argv = [bin_path("tupa-fleet-sim", cluster.bin_dir),
+                     "--scheduler", cluster.env["TUPA_SCHEDULER"], *map(str, args)]
         with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=err)
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=err)
 
-    def wait(self, timeout):
-        """Waits for the simulator; returns its JSON line as a dict.
-
-        Raises AssertionError (with its stderr) when it printed none.
-        """
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"tupa-fleet-sim ran past {timeout}s: {self.stderr()}")
+    def report(self):
+        """Its last JSON line as a dict; AssertionError (with its stderr)
+        when it printed none."""
         with open(self.out_path) as f:
             lines = [l for l in f.read().splitlines() if l.strip()]
         if not lines:
-            raise AssertionError(f"tupa-fleet-sim exited {self.proc.returncode} without a "
-                                 f"report: {self.stderr()}")
+            raise AssertionError(f"{self.label} exited {self.proc.returncode} "
+                                 f"without a report: {self.stderr()}")
         return json.loads(lines[-1])
 
     def kill(self):
@@ -61,17 +52,32 @@ class FleetSim:
             return f.read()[-3000:]
 
 
-class FleetReader:
+class FleetSim(_SimProcess):
+    """A running tupa-fleet-sim (stdout/stderr in files under c.home)."""
+
+    def __init__(self, cluster, *args, record=None):
+        super().__init__(cluster, "fleet-sim",
+                         [*args, "--record", record] if record else args)
+
+    def wait(self, timeout):
+        """Waits for the simulator; returns its JSON line as a dict.
+
+        Raises AssertionError (with its stderr) when it printed none.
+        """
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"tupa-fleet-sim ran past {timeout}s: {self.stderr()}")
+        return self.report()
+
+
+class FleetReader(_SimProcess):
     """A running `tupa-fleet-sim --reader` (bench/fleet_sim/reader.h): the
     same read probes from a process outside the fleet's, until stop()."""
 
     def __init__(self, cluster, *args):
-        self.out_path = os.path.join(cluster.home, "fleet-reader.json")
-        self.err_path = os.path.join(cluster.home, "fleet-reader.log")
-        argv = [bin_path("tupa-fleet-sim", cluster.bin_dir), "--reader",
-                "--scheduler", cluster.env["TUPA_SCHEDULER"], *map(str, args)]
-        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=err)
+        super().__init__(cluster, "fleet-reader", ["--reader", *args])
 
     def stop(self, timeout=30):
         """SIGTERM, then its JSON line as a dict (AssertionError if none)."""
@@ -80,15 +86,8 @@ class FleetReader:
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        with open(self.out_path) as f:
-            lines = [l for l in f.read().splitlines() if l.strip()]
-        if not lines:
-            with open(self.err_path, errors="replace") as f:
-                raise AssertionError(f"tupa-fleet-sim --reader exited {self.proc.returncode} "
-                                     f"without a report: {f.read()[-3000:]}")
-        return json.loads(lines[-1])
+            self.kill()
+        return self.report()
 
 
 def read_record(path):
