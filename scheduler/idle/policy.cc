@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
@@ -122,6 +124,7 @@ absl::Status ParseScaleUp(const YAML::Node& n, ScaleUpPolicy* p) {
   if (n["pending_after"]) {
     ASSIGN_OR_RETURN(p->pending_after,
                      Duration(n["pending_after"], "scale_up.pending_after"));
+    p->pending_after_given = true;
   }
   if (n["hook"]) {
     ASSIGN_OR_RETURN(p->hook, Scalar(n["hook"], "scale_up.hook"));
@@ -179,22 +182,39 @@ absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
   p.idle_shutdown.enabled = true;
   p.idle_shutdown.boot_time = boot_time;
   p.scale_up.enabled = true;
-  if (name == "cost") return p;
-  if (absl::ConsumePrefix(&name, "timer:")) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(name, ':');
+  size_t options = 1;  // the first part that is an option
+  if (parts[0] == "cost") {
+    p.scale_up.pending_after = absl::ZeroDuration();
+  } else if (parts[0] == "timer" && parts.size() >= 2) {
     absl::Duration after;
-    if (!absl::ParseDuration(name, &after) || after < absl::ZeroDuration())
+    if (!absl::ParseDuration(parts[1], &after) || after < absl::ZeroDuration())
       return absl::InvalidArgumentError(
-          absl::StrCat("timer: not a duration: \"", name, "\""));
+          absl::StrCat("timer: not a duration: \"", parts[1], "\""));
     IdleShutdownPolicy& s = p.idle_shutdown;
     s.kind = IdleShutdownPolicy::Kind::kTimer;
     s.idle_after = after;
     s.idle_after_given = s.keep_warm_given = true;
     s.keep_warm_default = 0;
     s.min_uptime = absl::ZeroDuration();
-    return p;
+    options = 2;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown idle policy \"", name,
+                     "\" (cost, timer:DURATION, either with :up=DURATION, or "
+                     "a file)"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown idle policy \"", name, "\" (cost, timer:DURATION, or a file)"));
+  for (size_t i = options; i < parts.size(); ++i) {
+    absl::string_view up = parts[i];
+    if (!absl::ConsumePrefix(&up, "up=") ||
+        !absl::ParseDuration(up, &p.scale_up.pending_after) ||
+        p.scale_up.pending_after < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "idle policy \"", name, "\": \"", parts[i],
+          "\" is not up=DURATION (scale-up after pending that long)"));
+    }
+  }
+  return p;
 }
 
 const char* ZombieActionName(ZombieJobPolicy::Action action) {
@@ -219,6 +239,13 @@ absl::StatusOr<IdlePolicy> ParseIdlePolicy(const YAML::Node& config) {
       policy.scale_up.enabled = true;
     } else {
       RETURN_IF_ERROR(ParseScaleUp(n, &policy.scale_up));
+    }
+    // The cost rule prices the job's wait for a boot itself: it scales up
+    // at once unless told otherwise.
+    if (policy.idle_shutdown.enabled &&
+        policy.idle_shutdown.kind == IdleShutdownPolicy::Kind::kCost &&
+        !policy.scale_up.pending_after_given) {
+      policy.scale_up.pending_after = absl::ZeroDuration();
     }
   }
   if (const YAML::Node n = config["zombie_jobs"]) {

@@ -14,7 +14,8 @@
 //     billing_minimum: 0s        # cost: least time billed per restart
 //     hook: "cmd args"           # optional, run by the scheduler
 //   scale_up:
-//     pending_after: 2m          # pending jobs that fit no live worker
+//     pending_after: 2m          # pending jobs that fit no live worker;
+//                                # under the cost rule 0s unless given
 //     hook: "cmd args"
 //   zombie_jobs:
 //     after: 30m                 # devices of a running job below threshold
@@ -75,7 +76,11 @@ struct IdleShutdownPolicy {
 
 struct ScaleUpPolicy {
   bool enabled = false;
+  // ParseIdlePolicy() sets it to 0 when the idle policy is the cost rule and
+  // the config does not give it: the rule prices the job's wait itself, and
+  // an early boot costs only when a worker frees up within the boot.
   absl::Duration pending_after = absl::Minutes(2);
+  bool pending_after_given = false;
   std::string hook;
 };
 
@@ -106,9 +111,11 @@ absl::StatusOr<IdlePolicy> ParseIdlePolicyYaml(absl::string_view yaml);
 const char* ZombieActionName(ZombieJobPolicy::Action action);
 
 // A plain policy named on a command line, for tupa-sim: "cost" (the
-// default cost rule) or "timer:DURATION" (stop after DURATION idle, no warm
-// pool, no min_uptime); both scale up after 2m pending and take boot_time
-// as the restart time. InvalidArgument for anything else.
+// default cost rule, scaling up at once) or "timer:DURATION" (stop after
+// DURATION idle, no warm pool, no min_uptime, scaling up after 2m pending),
+// either followed by ":up=DURATION" to scale up after that long pending
+// instead ("timer:5m:up=0s"); both take boot_time as the restart time.
+// InvalidArgument for anything else.
 absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
                                            absl::Duration boot_time);
 

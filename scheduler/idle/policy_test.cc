@@ -118,8 +118,39 @@ TEST(NamedIdlePolicyTest, CostAndErrors) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->idle_shutdown.kind, IdleShutdownPolicy::Kind::kCost);
   EXPECT_EQ(p->idle_shutdown.boot_time, absl::Minutes(4));
+  EXPECT_EQ(p->scale_up.pending_after, absl::ZeroDuration());
   EXPECT_FALSE(NamedIdlePolicy("timer:soon", absl::Minutes(3)).ok());
   EXPECT_FALSE(NamedIdlePolicy("lru", absl::Minutes(3)).ok());
+  EXPECT_FALSE(NamedIdlePolicy("cost:2m", absl::Minutes(3)).ok());
+  EXPECT_FALSE(NamedIdlePolicy("timer:5m:up=soon", absl::Minutes(3)).ok());
+  EXPECT_FALSE(NamedIdlePolicy("timer:5m:up=-1s", absl::Minutes(3)).ok());
+}
+
+TEST(NamedIdlePolicyTest, ScaleUpDelayIsAnOption) {
+  auto timer = NamedIdlePolicy("timer:20m:up=0s", absl::Minutes(3));
+  ASSERT_TRUE(timer.ok()) << timer.status();
+  EXPECT_EQ(timer->idle_shutdown.idle_after, absl::Minutes(20));
+  EXPECT_EQ(timer->scale_up.pending_after, absl::ZeroDuration());
+  auto cost = NamedIdlePolicy("cost:up=2m", absl::Minutes(3));
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_EQ(cost->scale_up.pending_after, absl::Minutes(2));
+}
+
+TEST(ParseIdlePolicyTest, CostRuleScalesUpAtOnceUnlessGiven) {
+  auto cost = ParseIdlePolicyYaml("idle_shutdown: {}\nscale_up: {}\n");
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_EQ(cost->scale_up.pending_after, absl::ZeroDuration());
+  auto given = ParseIdlePolicyYaml(
+      "idle_shutdown: {}\nscale_up: {pending_after: 90s}\n");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->scale_up.pending_after, absl::Seconds(90));
+  auto timer =
+      ParseIdlePolicyYaml("idle_shutdown: {policy: timer}\nscale_up: {}\n");
+  ASSERT_TRUE(timer.ok()) << timer.status();
+  EXPECT_EQ(timer->scale_up.pending_after, absl::Minutes(2));
+  auto scale_only = ParseIdlePolicyYaml("scale_up: {}\n");
+  ASSERT_TRUE(scale_only.ok()) << scale_only.status();
+  EXPECT_EQ(scale_only->scale_up.pending_after, absl::Minutes(2));
 }
 
 TEST(ParseIdlePolicyTest, KeepWarmPerPool) {

@@ -51,7 +51,9 @@ int Usage(const std::string& why) {
       "       tupa-sim idle-compare (the replay flags) "
       "--idle-policies timer:5m,timer:20m,cost[,FILE]\n"
       "  --idle-policy: cost | timer:DURATION | none | a scheduler config "
-      "file\n",
+      "file;\n"
+      "    cost and timer take :up=DURATION, the scale-up delay (cost: 0s, "
+      "timer: 2m)\n",
       why.c_str());
   return 2;
 }
@@ -142,14 +144,16 @@ absl::Status ParseFileFlag(std::map<std::string, std::string>& flags,
 }
 
 // An idle policy named on the command line (tupa::scheduler::idle::
-// NamedIdlePolicy: "cost", "timer:5m"), "none", or a scheduler config file
-// with idle_shutdown / scale_up sections. Errors as ParseFleetFlags'.
+// NamedIdlePolicy: "cost", "timer:5m", "timer:5m:up=0s"), "none", or a
+// scheduler config file with idle_shutdown / scale_up sections. Errors as
+// ParseFleetFlags'.
 absl::Status ParseIdlePolicySpec(const std::string& spec,
                                  tupa::sim::FleetOptions* fleet) {
   namespace idle = tupa::scheduler::idle;
   fleet->idle.reset();
   if (spec == "none") return absl::OkStatus();
-  if (spec == "cost" || absl::StartsWith(spec, "timer:")) {
+  if (spec == "cost" || absl::StartsWith(spec, "cost:") ||
+      absl::StartsWith(spec, "timer:")) {
     absl::StatusOr<idle::IdlePolicy> p =
         idle::NamedIdlePolicy(spec, fleet->boot_time);
     if (!p.ok())

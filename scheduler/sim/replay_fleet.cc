@@ -26,6 +26,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Create(
     n.id = v.worker_id;
     n.gpu_type = v.devices.empty() ? "" : v.devices[0].gpu_type;
     n.gpus = static_cast<int>(v.devices.size());
+    n.cpu = v.cpu_total;
+    n.memory = v.memory_total;
     if (options.pricing.has_value()) {
       auto entry =
           options.pricing->Lookup(options.region, n.gpu_type, options.offering);
@@ -211,10 +213,12 @@ void Fleet::StopNode(int i, int64_t now_ms) {
 
 void Fleet::BootFor(const idle::ScaleUpRequest& up,
                     const std::vector<JobRequest>& pending, int64_t now_ms) {
-  // Each node of each asked job gets one node that can hold it: a node
-  // already booting, else a stopped one of the asked pool, else of the other
-  // types the job accepts (any type when it accepts any), cheapest per GPU
-  // first. A 1-node 8-GPU job needs one 8-GPU node, not four 2-GPU ones.
+  // Each node of each asked job gets one node that can hold it (enough
+  // GPUs, CPU and memory when empty): a node already booting, else a
+  // stopped one of the asked pool, else of the other types the job accepts
+  // (any type when it accepts any), cheapest first. A 1-node 8-GPU job
+  // needs one 8-GPU node, not four 2-GPU ones; a job asking for 64 cores
+  // does not boot a 32-core node.
   std::vector<bool> claimed(nodes_.size(), false);
   const int64_t boot_ms = absl::ToInt64Milliseconds(options_.boot_time);
   for (const JobRequest& r : pending) {
@@ -224,7 +228,7 @@ void Fleet::BootFor(const idle::ScaleUpRequest& up,
     }
     const int need = static_cast<int>(std::ceil(r.gpus));
     auto accepts = [&](const NodeState& n) {
-      return n.gpus >= need &&
+      return n.gpus >= need && n.cpu >= r.cpu && n.memory >= r.memory &&
              (r.gpu_types.empty() ||
               std::find(r.gpu_types.begin(), r.gpu_types.end(), n.gpu_type) !=
                   r.gpu_types.end());

@@ -13,11 +13,12 @@
 // free devices and jobs (no device activity: emulated nodes are busy
 // exactly while they hold a job), and the pending jobs. A shutdown makes the
 // node unschedulable at once; a scale-up request boots, for each node of
-// each of its jobs, one stopped node that can hold it (enough GPUs), of the
-// asked pool, then of the other GPU types the job accepts (any type when it
-// accepts any), cheapest first, unless a booting node already can; they
-// become schedulable `boot_time` later. Without an idle policy every
-// node stays up. Replay time is in ms from `epoch`. Not thread-safe.
+// each of its jobs, one stopped node that can hold it (enough GPUs, CPU and
+// memory when empty), of the asked pool, then of the other GPU types the
+// job accepts (any type when it accepts any), cheapest first, unless a
+// booting node already can; they become schedulable `boot_time` later. Without
+// an idle policy every node stays up. Replay time is in ms from `epoch`. Not
+// thread-safe.
 #ifndef TUPA_SCHEDULER_SIM_REPLAY_FLEET_H_
 #define TUPA_SCHEDULER_SIM_REPLAY_FLEET_H_
 
@@ -95,6 +96,8 @@ class Fleet {
     std::string id;
     std::string gpu_type;
     int gpus = 0;
+    double cpu = 0;      // cores
+    int64_t memory = 0;  // bytes
     std::optional<pricing::PriceEntry> price;
     Power power = Power::kUp;
     int64_t up_since_ms = 0;  // billing start of the current interval

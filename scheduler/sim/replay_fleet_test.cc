@@ -97,6 +97,33 @@ TEST(ReplayIdle, StopsIdleNodesAndBootsOneForALateJob) {
   EXPECT_LT(r->fleet.idle_cost.ToDouble(), 0.5);
 }
 
+TEST(ReplayIdle, BootsANodeWithTheCoresTheJobAsksFor) {
+  // Both 1-GPU nodes stop when idle; b asks for 32 cores: the cheap 4-core
+  // node could never hold it, so the 64-core one boots, once.
+  ReplayOptions o;
+  o.fleet.pricing = Prices(
+      "currency: USD\nprices: [{gpu_type: T4, per_gpu_hour: 1.00}, "
+      "{gpu_type: A10, per_gpu_hour: 2.00}]\n");
+  auto policy = scheduler::idle::ParseIdlePolicyYaml(
+      "idle_shutdown: {policy: timer, idle_after: 10m, keep_warm: 0, "
+      "min_uptime: 0s}\n"
+      "scale_up: {pending_after: 0s}\n");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  o.fleet.idle = *policy;
+  const std::string header =
+      "job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,cpu_milli\n";
+  auto jobs = PodsFromCsv(
+      *ParseCsv(header + "a,0,60,1,,u,1000\nb,7200,60,1,,u,32000\n"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  auto r = RunReplay(Nodes("n0,4000,262144,1,T4\nn1,64000,262144,1,A10\n"),
+                     *jobs, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->finished, 2);
+  EXPECT_EQ(r->fleet.boots, 1);
+  // b waits the 3 min boot, plus at most one 30 s policy tick.
+  EXPECT_LE(r->avg_wait_s, 210 / 2.0);
+}
+
 TEST(ReplayIdle, WithoutAPolicyEveryNodeStaysUp) {
   ReplayOptions o;
   auto r = RunReplay(Nodes("n0,64000,262144,1,T4\nn1,64000,262144,1,T4\n"),
