@@ -153,6 +153,16 @@ absl::Status ParseZombieJobs(const YAML::Node& n, ZombieJobPolicy* p) {
   return absl::OkStatus();
 }
 
+// The cost rule prices the job's wait for a boot itself: it scales up at
+// once unless pending_after was given.
+void ScaleUpAtOnceUnderTheCostRule(IdlePolicy* p) {
+  if (p->idle_shutdown.enabled &&
+      p->idle_shutdown.kind == IdleShutdownPolicy::Kind::kCost &&
+      !p->scale_up.pending_after_given) {
+    p->scale_up.pending_after = absl::ZeroDuration();
+  }
+}
+
 }  // namespace
 
 std::string PoolKey(absl::string_view region, absl::string_view gpu_type) {
@@ -184,9 +194,7 @@ absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
   p.scale_up.enabled = true;
   const std::vector<absl::string_view> parts = absl::StrSplit(name, ':');
   size_t options = 1;  // the first part that is an option
-  if (parts[0] == "cost") {
-    p.scale_up.pending_after = absl::ZeroDuration();
-  } else if (parts[0] == "timer" && parts.size() >= 2) {
+  if (parts[0] == "timer" && parts.size() >= 2) {
     absl::Duration after;
     if (!absl::ParseDuration(parts[1], &after) || after < absl::ZeroDuration())
       return absl::InvalidArgumentError(
@@ -198,7 +206,7 @@ absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
     s.keep_warm_default = 0;
     s.min_uptime = absl::ZeroDuration();
     options = 2;
-  } else {
+  } else if (parts[0] != "cost") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown idle policy \"", name,
                      "\" (cost, timer:DURATION, either with :up=DURATION, or "
@@ -213,7 +221,9 @@ absl::StatusOr<IdlePolicy> NamedIdlePolicy(absl::string_view name,
           "idle policy \"", name, "\": \"", parts[i],
           "\" is not up=DURATION (scale-up after pending that long)"));
     }
+    p.scale_up.pending_after_given = true;
   }
+  ScaleUpAtOnceUnderTheCostRule(&p);
   return p;
 }
 
@@ -240,13 +250,7 @@ absl::StatusOr<IdlePolicy> ParseIdlePolicy(const YAML::Node& config) {
     } else {
       RETURN_IF_ERROR(ParseScaleUp(n, &policy.scale_up));
     }
-    // The cost rule prices the job's wait for a boot itself: it scales up
-    // at once unless told otherwise.
-    if (policy.idle_shutdown.enabled &&
-        policy.idle_shutdown.kind == IdleShutdownPolicy::Kind::kCost &&
-        !policy.scale_up.pending_after_given) {
-      policy.scale_up.pending_after = absl::ZeroDuration();
-    }
+    ScaleUpAtOnceUnderTheCostRule(&policy);
   }
   if (const YAML::Node n = config["zombie_jobs"]) {
     if (n.IsNull()) {

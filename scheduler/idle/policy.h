@@ -76,9 +76,10 @@ struct IdleShutdownPolicy {
 
 struct ScaleUpPolicy {
   bool enabled = false;
-  // ParseIdlePolicy() sets it to 0 when the idle policy is the cost rule and
-  // the config does not give it: the rule prices the job's wait itself, and
-  // an early boot costs only when a worker frees up within the boot.
+  // ParseIdlePolicy() and NamedIdlePolicy() set it to 0 when the idle policy
+  // is the cost rule and it is not given: the rule prices the job's wait
+  // itself, and an early boot costs only when a worker frees up within the
+  // boot.
   absl::Duration pending_after = absl::Minutes(2);
   bool pending_after_given = false;
   std::string hook;
