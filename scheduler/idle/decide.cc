@@ -33,11 +33,13 @@ std::optional<std::string> BusyReason(const WorkerInfo& w, double threshold) {
 absl::Time IdleSince(const WorkerInfo& w, const PolicyState& prev,
                      absl::Time now) {
   // A worker busy in the previous cycle is idle since then, not since it
-  // joined (the callers do not know last_busy_at).
+  // joined, or since last_busy_at when the caller knows it to be later (a
+  // caller that runs the policy only at events, like tupa-sim).
   auto it = prev.idle_since.find(w.id);
   auto busy = prev.busy_at.find(w.id);
-  absl::Time since = it != prev.idle_since.end()  ? it->second
-                     : busy != prev.busy_at.end() ? busy->second
+  absl::Time since = it != prev.idle_since.end() ? it->second
+                     : busy != prev.busy_at.end()
+                         ? std::max(busy->second, w.last_busy_at)
                      : w.last_busy_at != absl::InfinitePast()
                          ? std::max(w.last_busy_at, w.joined_at)
                          : w.joined_at;
@@ -48,7 +50,7 @@ absl::Time IdleSince(const WorkerInfo& w, const PolicyState& prev,
 // The first pending job that could use `w` now, if any.
 const PendingJob* JobThatCanUse(const Snapshot& s, const WorkerInfo& w) {
   for (const PendingJob& j : s.pending) {
-    if (PendingJobCanUse(j, w)) return &j;
+    if (j.waits_for_boot_of.empty() && PendingJobCanUse(j, w)) return &j;
   }
   return nullptr;
 }

@@ -408,6 +408,20 @@ TEST(DecideTest, IdleTimeAfterAJobCountsFromTheLastBusyCycle) {
   EXPECT_TRUE(d2.shutdowns.empty());
 }
 
+TEST(DecideTest, ALaterLastBusyAtThanThePreviousCycleCounts) {
+  // Busy when the policy last ran an hour ago; its job ended a minute ago
+  // (a caller that runs the policy only at events): idle 1 minute.
+  Snapshot s;
+  s.workers = {WithJob(Worker("w1"), 9)};
+  Decisions d1 = Decide(Policy(), s, {}, Now());
+  s.workers = {Worker("w1")};
+  s.workers[0].last_busy_at = Now() + absl::Minutes(59);
+  Decisions d2 = Decide(Policy(), s, d1.state, Now() + absl::Hours(1));
+  EXPECT_EQ(d2.verdicts[0].verdict, Verdict::kIdle);
+  EXPECT_EQ(d2.verdicts[0].idle, absl::Minutes(1));
+  EXPECT_TRUE(d2.shutdowns.empty());
+}
+
 TEST(DecideTest, LastBusyBeforeJoinCountsFromJoin) {
   Snapshot s;
   s.workers = {

@@ -49,11 +49,12 @@ void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
   std::map<std::pair<std::string, std::string>, ScaleUpRequest> by_pool;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> why;
   for (const PendingJob& j : snapshot.pending) {
-    if (j.fits_live_worker) continue;
+    const bool boot = !j.waits_for_boot_of.empty();
+    if (j.fits_live_worker && !boot) continue;
     const absl::Time since = std::min(j.pending_since, now);
     const absl::Duration waited =
         since == absl::InfinitePast() ? absl::ZeroDuration() : now - since;
-    if (waited < policy.pending_after) continue;
+    if (waited < policy.pending_after && !boot) continue;
     auto asked = previous.scale_up_asked.find(j.job_id);
     if (asked != previous.scale_up_asked.end() &&
         now - asked->second <
@@ -62,7 +63,9 @@ void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
       continue;
     }
     d->state.scale_up_asked[j.job_id] = now;
-    const std::string type = j.gpu_types.empty() ? "" : j.gpu_types.front();
+    const std::string type = boot                  ? j.waits_for_boot_of
+                             : j.gpu_types.empty() ? ""
+                                                   : j.gpu_types.front();
     const std::string region =
         type.empty() ? "" : CheapestRegion(snapshot, type);
     ScaleUpRequest& r = by_pool[{region, type}];
@@ -70,9 +73,13 @@ void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
     r.gpu_type = type;
     r.gpus_needed += j.gpus_per_node * j.nodes;
     r.job_ids.push_back(j.job_id);
-    why[{region, type}].push_back(absl::StrCat("job ", j.job_id, " pending ",
-                                               HumanDuration(waited), " needs ",
-                                               Needs(j)));
+    why[{region, type}].push_back(absl::StrCat(
+        "job ", j.job_id, " pending ", HumanDuration(waited), " needs ",
+        Needs(j),
+        boot ? absl::StrCat(" (a long job: a stopped ", type,
+                            " worker costs less to keep up than the live "
+                            "one it fits)")
+             : ""));
   }
   for (auto& [key, r] : by_pool) {
     r.reason =

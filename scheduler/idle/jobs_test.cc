@@ -139,6 +139,33 @@ TEST(ScaleUpTest, RequestNamesJobsAndWhy) {
   EXPECT_EQ(d.state.scale_up_asked.at(42), Now());
 }
 
+// A long job that placement holds for a cheaper stopped worker asks for
+// that worker's type at once (no pending_after), though it fits a live
+// worker, and keeps no live worker up.
+TEST(ScaleUpTest, AJobWaitingForACheaperBootAsksAtOnceAndKeepsNoWorker) {
+  Snapshot s;
+  s.workers = {Worker("dear", "sa-east-1", "H100")};
+  s.workers[0].joined_at = Ago(absl::Hours(2));
+  s.workers[0].last_busy_at = Ago(absl::Hours(1));
+  PendingJob waits = Pending(42, 1, {}, absl::Seconds(1));
+  waits.waits_for_boot_of = "T4";
+  s.pending = {waits};
+  Decisions d = Decide(Policy(), s, {}, Now());
+  ASSERT_EQ(d.scale_ups.size(), 1u);
+  EXPECT_EQ(d.scale_ups[0].gpu_type, "T4");
+  EXPECT_THAT(d.scale_ups[0].job_ids, ElementsAre(42));
+  EXPECT_THAT(d.scale_ups[0].reason, HasSubstr("a stopped T4 worker costs"));
+  ASSERT_EQ(d.verdicts.size(), 1u);
+  EXPECT_NE(d.verdicts[0].verdict, Verdict::kPendingJobFits);
+  EXPECT_EQ(d.shutdowns.size(), 1u);
+  // The same job not waiting for a boot: it fits the live worker, which
+  // it keeps, and asks for nothing.
+  s.pending = {Pending(42, 1, {}, absl::Seconds(1), /*fits=*/true)};
+  d = Decide(Policy(), s, {}, Now());
+  EXPECT_THAT(d.scale_ups, IsEmpty());
+  EXPECT_EQ(d.verdicts[0].verdict, Verdict::kPendingJobFits);
+}
+
 TEST(ScaleUpTest, DisabledAsksNothing) {
   IdlePolicy p = Policy();
   p.scale_up.enabled = false;

@@ -67,6 +67,11 @@ struct PendingJob {
   // The placement's verdict: whether the job could be placed on the live
   // workers as they are now (counting gangs, CPU, memory).
   bool fits_live_worker = false;
+  // Placement holds this long job for a stopped worker of this GPU type
+  // that costs less to keep up than the live one it fits
+  // (PendingReason::kWaitsForBoot): it asks for that boot at once, as a
+  // job that fits no live worker, and keeps no live worker up. Empty: no.
+  std::string waits_for_boot_of;
 };
 
 // A running job and the activity of the devices it holds.

@@ -20,6 +20,7 @@ void Resort(std::vector<int>* v) { std::sort(v->begin(), v->end()); }
 }  // namespace
 
 bool ClusterState::Score::Better(const Score& o) const {
+  if (first != o.first) return first < o.first;
   if (primary < o.primary - kEps) return true;
   if (primary > o.primary + kEps) return false;
   if (secondary < o.secondary - kEps) return true;
@@ -45,6 +46,7 @@ ClusterState::ClusterState(const std::vector<NodeView>& nodes, Policy policy)
     node.mem_free = view.memory_free;
     node.price = view.price_per_gpu_hour;
     node.schedulable = view.schedulable;
+    node.bootable = view.bootable && !view.schedulable;
     if (node.schedulable) max_cpu = std::max(max_cpu, node.cpu_total);
     std::map<int, int> pool_of_type;
     for (const DeviceSlot& dev : view.devices) {
@@ -68,6 +70,7 @@ ClusterState::ClusterState(const std::vector<NodeView>& nodes, Policy policy)
       Pool& pool = pools_[pit->second];
       const int free = static_cast<int>(
           std::clamp<int64_t>(ToMilli(dev.free_share), 0, kMilliPerGpu));
+      ++node.gpus;
       pool.dev_index.push_back(dev.index);
       pool.free.push_back(free);
       pool.capacity.push_back(kMilliPerGpu);
@@ -271,6 +274,49 @@ void ClusterState::ChangeNode(int n, const NodeChoice& choice, int sign) {
   for (int p : node.pools) Index(p);
 }
 
+void ClusterState::HoldUntil(int node, int64_t until_ms) {
+  int64_t& held = nodes_[node].held_until_ms;
+  held = std::max(held, until_ms);
+}
+
+double ClusterState::KeepUpCost(int node, int64_t from_ms,
+                                int64_t until_ms) const {
+  const Node& n = nodes_[node];
+  const int64_t past = until_ms - std::max(from_ms, n.held_until_ms);
+  if (past <= 0) return 0;
+  return n.price * n.gpus * (static_cast<double>(past) / 3'600'000.0);
+}
+
+std::optional<ClusterState::BootOption> ClusterState::CheapestBootable(
+    const Demand& demand, const std::map<std::string, std::string>& labels,
+    int64_t from_ms, int64_t until_ms, int64_t boot_ms) const {
+  std::optional<BootOption> best;
+  for (int i = 0; i < num_nodes(); ++i) {
+    const Node& node = nodes_[i];
+    if (!node.bootable || node.cpu_total < demand.cpu_milli ||
+        node.mem_total < demand.memory || !LabelsMatch(i, labels)) {
+      continue;
+    }
+    bool room = demand.count == 0;
+    for (int p : node.pools) {
+      const Pool& pool = pools_[p];
+      room |= pool.type_id >= 0 && ((demand.types >> pool.type_id) & 1) &&
+              static_cast<int>(pool.capacity.size()) >= demand.count;
+    }
+    if (!room) continue;
+    const double cost =
+        node.price * node.gpus *
+        (static_cast<double>(until_ms + boot_ms - from_ms) / 3'600'000.0);
+    if (!best.has_value() || cost < best->cost) best = BootOption{i, cost};
+  }
+  return best;
+}
+
+double ClusterState::CostKey(const Demand& demand, int node) const {
+  if (demand.run_until_ms <= 0 || policy_ != Policy::kTupa) return 0;
+  return KeepUpCost(node, demand.run_from_ms, demand.run_until_ms);
+}
+
 void ClusterState::Apply(const NodeChoice& choice) {
   ChangeNode(choice.node, choice, -1);
 }
@@ -406,14 +452,15 @@ std::optional<NodeChoice> ClusterState::ByClass(
         continue;
       }
       if (demand.count > 0 && c.max_free < demand.milli) continue;
-      // The best CPU fit of the class that passes the filter.
+      // The best CPU fit of the class that passes the filter; every
+      // member for a long job, whose cost key differs per node.
       for (auto it =
                c.members.lower_bound({demand.cpu_milli, INT64_MIN, INT_MIN});
            it != c.members.end(); ++it) {
         const auto& [cpu, mem, p] = *it;
         if (mem < demand.memory || !Passes(pools_[p].node, filter)) continue;
         ScorePool(demand, p, c, &best, &choice);
-        break;
+        if (demand.run_until_ms == 0) break;
       }
     }
   }
@@ -464,6 +511,7 @@ void ClusterState::ScorePool(const Demand& demand, int p, const Class& c,
     Score s;
     s.mem_left = random_ties ? 0 : mem_left;
     s.price = random_ties ? 0 : node.price;
+    s.first = CostKey(demand, pool.node);
     s.node = pool.node;
     if (use_frag) {
       after = c.sorted_free;

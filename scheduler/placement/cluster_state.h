@@ -70,6 +70,23 @@ class ClusterState {
   void Undo(const NodeChoice& choice);
   // Gives back what `job` holds on its nodes (unknown workers are ignored).
   void ReleaseRunning(const RunningJob& job);
+  // `node` stays up at least until `until_ms` for a job on it (kUnknownEnd:
+  // a job of unknown end). Placement records each running and placed job.
+  void HoldUntil(int node, int64_t until_ms);
+  // What keeping `node` up for a run [from_ms, until_ms) adds to the
+  // fleet's bill: its price per GPU-hour x all its GPUs x the part of the
+  // run past what already holds it. 0 on a node held longer.
+  double KeepUpCost(int node, int64_t from_ms, int64_t until_ms) const;
+  // The bootable node (NodeView::bootable) that could hold one node's
+  // worth of `demand` when empty and costs least to keep up from `from_ms`
+  // until `until_ms` plus `boot_ms`, with that cost; nullopt when none.
+  struct BootOption {
+    int node = -1;
+    double cost = 0;
+  };
+  std::optional<BootOption> CheapestBootable(
+      const Demand& demand, const std::map<std::string, std::string>& labels,
+      int64_t from_ms, int64_t until_ms, int64_t boot_ms) const;
 
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   int NodeIndex(const std::string& worker_id) const;
@@ -94,7 +111,10 @@ class ClusterState {
     std::map<std::string, std::string> labels;
     int64_t cpu_free = 0, cpu_total = 0, mem_free = 0, mem_total = 0;
     double price = 0;
+    int gpus = 0;
+    int64_t held_until_ms = 0;  // HoldUntil; 0: nothing holds it
     bool schedulable = true;
+    bool bootable = false;
     std::vector<int> pools;
   };
   struct Pool {
@@ -115,6 +135,7 @@ class ClusterState {
     int pos_in_slot = -1;  // index in by_type_ while non-empty
   };
   struct Score {
+    double first = 0;  // CostKey
     double primary = 0, secondary = 0;
     int64_t mem_left = 0;
     double price = 0;
@@ -122,6 +143,9 @@ class ClusterState {
     bool Better(const Score& o) const;
   };
 
+  // The first key of a node for `demand`: KeepUpCost for a long job under
+  // kTupa, else 0.
+  double CostKey(const Demand& demand, int node) const;
   int TypeSlot(int type_id) const {
     return type_id < 0 ? num_types() : type_id;
   }

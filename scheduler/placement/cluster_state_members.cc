@@ -51,7 +51,7 @@ std::optional<NodeChoice> ClusterState::ByMember(
   const bool gpu_first = share || demand.count == 0;
   constexpr double kTieEps = 1e-12;
   const bool tupa = policy_ == Policy::kTupa;
-  double best = 0, best_tie = 0, best_price = 0;
+  double best = 0, best_tie = 0, best_price = 0, best_first = 0;
   int best_pool = -1, best_level = -1;
   std::vector<int> options, after;
   struct Cached {
@@ -96,7 +96,8 @@ std::optional<NodeChoice> ClusterState::ByMember(
         // kTupa: the members up to the next CPU bracket score the same and
         // fit worse (more CPU left): the first one stands for them.
         auto next = it;
-        if (tupa) {
+        // A long job's cost key differs per member: each is scored.
+        if (tupa && demand.run_until_ms == 0) {
           const int64_t bound = frag_.NextCpuBoundary(cpu, demand.cpu_milli);
           next = bound == INT64_MAX
                      ? c.members.end()
@@ -170,8 +171,11 @@ std::optional<NodeChoice> ClusterState::ByMember(
                                     mem_norm_;
         }
         const double price = tupa ? nodes_[pool.node].price : 0;
-        bool better = best_pool < 0 || score < best;
-        if (!better && score == best) {
+        // A long job: the node cheapest to keep up for it first.
+        const double first = CostKey(demand, pool.node);
+        bool better = best_pool < 0 || first < best_first ||
+                      (first == best_first && score < best);
+        if (!better && first == best_first && score == best) {
           if (tie < best_tie - kTieEps) {
             better = true;
           } else if (tie <= best_tie + kTieEps) {
@@ -182,6 +186,7 @@ std::optional<NodeChoice> ClusterState::ByMember(
         }
         if (better) {
           best_price = price;
+          best_first = first;
           best = score;
           best_tie = tie;
           best_pool = p;

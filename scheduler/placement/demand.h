@@ -18,6 +18,11 @@ struct Demand {
   int64_t memory = 0;
   uint64_t types = kAnyType;  // bit i = type id i acceptable
   int nodes = 1;
+  // kTupa, a long job (PlacementOptions::long_job_runtime_s): its run,
+  // [run_from_ms, run_until_ms). Nodes rank first by what keeping them up
+  // for it adds to the fleet's bill (ClusterState::KeepUpCost), then by
+  // fragmentation. run_until_ms 0: not a long job.
+  int64_t run_from_ms = 0, run_until_ms = 0;
 
   int64_t GpuMilliPerNode() const { return int64_t{milli} * count; }
 };

@@ -95,6 +95,31 @@ JobPlacement ToPlacement(const ClusterState& state, int64_t job_id,
   return placement;
 }
 
+// Whether the long single-node `job`, placed by `attempt`, should rather
+// wait for a bootable node that costs less to keep up, booting included,
+// than the node it got (its run is [run_from_ms, run_until_ms)). If so,
+// fills `info` (kWaitsForBoot, the node, its start).
+bool WaitForBoot(const ClusterState& state, const Demand& demand,
+                 const JobRequest& job, const GangAttempt& attempt,
+                 const PlacementOptions& options, PendingInfo* info) {
+  if (options.boot_time_s <= 0 || demand.run_until_ms <= 0 ||
+      attempt.choices.size() != 1) {
+    return false;
+  }
+  const int64_t boot_ms = options.boot_time_s * 1000;
+  auto boot = state.CheapestBootable(demand, job.labels, demand.run_from_ms,
+                                     demand.run_until_ms, boot_ms);
+  if (!boot.has_value() ||
+      boot->cost >= state.KeepUpCost(attempt.choices[0].node,
+                                     demand.run_from_ms, demand.run_until_ms)) {
+    return false;
+  }
+  info->reason = PendingReason::kWaitsForBoot;
+  info->boot_node = state.WorkerId(boot->node);
+  info->estimated_start_ms = options.now_ms + boot_ms;
+  return true;
+}
+
 }  // namespace
 
 const char* PendingReasonName(PendingReason reason) {
@@ -111,6 +136,8 @@ const char* PendingReasonName(PendingReason reason) {
       return "NO_SUCH_GPU_TYPE";
     case PendingReason::kNeverFits:
       return "NEVER_FITS";
+    case PendingReason::kWaitsForBoot:
+      return "WAITS_FOR_BOOT";
   }
   return "UNKNOWN";
 }
@@ -143,6 +170,10 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
                             ? std::max(r.expected_end_ms, options.now_ms)
                             : kUnknownEnd,
                         r});
+    for (const std::string& worker : r.worker_ids) {
+      const int node = state.NodeIndex(worker);
+      if (node >= 0) state.HoldUntil(node, releases.back().end_ms);
+    }
   }
   QueueOrder order(pending, running);
   Reservation reservation;
@@ -160,6 +191,11 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
     info.jobs_ahead = static_cast<int>(waiting.size());
     demands[idx] = state.MakeDemand(job.gpus, job.cpu, job.memory,
                                     job.gpu_types, job.nodes);
+    if (demands[idx].has_value() && options.long_job_runtime_s > 0 &&
+        job.max_runtime_s >= options.long_job_runtime_s) {
+      demands[idx]->run_from_ms = options.now_ms;
+      demands[idx]->run_until_ms = options.now_ms + job.max_runtime_s * 1000;
+    }
     const std::optional<Demand>& demand = demands[idx];
     info.reason = PendingReason::kNeverFits;
     if (demand.has_value() && job.labels.empty()) {
@@ -201,9 +237,18 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
         attempt = PlaceGang(&state, *demand, reserved);
       }
       if (!attempt.placed) attempt = PlaceGang(&state, *demand, filter);
+      if (attempt.placed &&
+          WaitForBoot(state, *demand, job, attempt, options, &info)) {
+        UndoGang(&state, attempt);
+        plan.pending[job.job_id] = info;
+        continue;
+      }
       if (attempt.placed) {
         plan.placed.push_back(ToPlacement(state, job.job_id, attempt));
         releases.push_back(ReleaseOf(job, plan.placed.back(), options.now_ms));
+        for (const NodeChoice& c : attempt.choices) {
+          state.HoldUntil(c.node, releases.back().end_ms);
+        }
         order.OnPlaced(idx);
         continue;
       }

@@ -34,6 +34,9 @@ struct NodeView {
   int64_t memory_free = 0;
   double price_per_gpu_hour = 0;  // now; ties among equal fits go cheapest
   bool schedulable = true;        // false while draining or lost
+  // Stopped (or booting), and a scale-up can start it: never placed on
+  // while so, but a long job may wait for it (PlacementOptions::boot_time_s).
+  bool bootable = false;
 };
 
 // A pending job, reduced to what placement needs. Resources are per node.
@@ -83,6 +86,8 @@ enum class PendingReason {
   kBehindPriority,  // resources held for a higher-priority job
   kNoSuchGpuType,   // no node has (or could ever have) the type/size
   kNeverFits,       // larger than any node / the cluster
+  kWaitsForBoot,    // a long job waits for a stopped node far cheaper to
+                    // keep up than any free now (PendingInfo::boot_node)
 };
 
 const char* PendingReasonName(PendingReason reason);
@@ -91,6 +96,7 @@ struct PendingInfo {
   PendingReason reason = PendingReason::kNone;
   int jobs_ahead = 0;
   int64_t estimated_start_ms = 0;  // 0 = unknown
+  std::string boot_node;           // kWaitsForBoot: the node to start
 };
 
 // One entry of the request mix that the kTupa policy scores fragmentation
@@ -119,6 +125,20 @@ struct PlacementOptions {
   // Unplaced jobs (in queue order) that get an estimated_start_ms; the
   // estimate costs a release simulation, so it is capped.
   int max_estimates = 64;
+  // kTupa: a job whose max_runtime is at least this long is a long job. It
+  // goes where keeping a node up for it adds least to the fleet's bill
+  // (price x the node's GPUs x the part of its run that nothing already
+  // on the node covers): onto a node held longer by other jobs when one
+  // fits, else onto the node cheapest to keep up; fragmentation decides
+  // among equals. A long job decides for its whole run which node stays
+  // up, and what it costs. Shorter jobs: fragmentation first, price breaks
+  // ties. 0 turns it off.
+  int64_t long_job_runtime_s = 86400;
+  // > 0: stopped nodes marked bootable come up this long after a scale-up
+  // asks. A single-node long job that fits now waits for one instead when
+  // keeping it up (booting included) costs less than keeping up the node
+  // it would take now; it asks for that boot at once. 0: never waits.
+  int64_t boot_time_s = 0;
 };
 
 // Whether `policy` scores fragmentation against a request mix.

@@ -256,6 +256,151 @@ TEST(BestFit, CheaperNodeWinsEqualFit) {
   }
 }
 
+// A snug fit on a dear node against an empty cheap one: a short job packs,
+// a job that runs for days goes where keeping a node up costs least.
+TEST(LongJob, TakesTheNodeCheapestToKeepUpOverTheSnuggestFit) {
+  NodeView dear = Busy(Node("dear", 4, "V100"), 3);
+  NodeView cheap = Node("cheap", 4, "T4");
+  dear.price_per_gpu_hour = 2.48;
+  cheap.price_per_gpu_hour = 0.62;
+  JobRequest brief = Job(1, 1), long_job = Job(2, 1);
+  brief.max_runtime_s = 600;
+  long_job.max_runtime_s = 3 * 86400;
+  PlacementOptions tupa = Opts(Policy::kTupa);
+  auto plan = PlaceJobs({dear, cheap}, {brief}, {}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "dear");
+  plan = PlaceJobs({dear, cheap}, {long_job}, {}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "cheap");
+  // Only kTupa, and only while the threshold is on.
+  plan = PlaceJobs({dear, cheap}, {long_job}, {}, Opts(Policy::kBestFit));
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "dear");
+  tupa.long_job_runtime_s = 0;
+  plan = PlaceJobs({dear, cheap}, {long_job}, {}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "dear");
+}
+
+// The cost counts all the node's GPUs: one GPU on a small dear node costs
+// less to keep up than on a big cheap one.
+TEST(LongJob, CountsEveryGpuOfTheNodeItKeepsUp) {
+  NodeView small = Node("small", 2, "V100");
+  NodeView big = Node("big", 8, "T4");
+  small.price_per_gpu_hour = 2.0;  // 4.00 an hour for the node
+  big.price_per_gpu_hour = 0.62;   // 4.96
+  JobRequest job = Job(1, 1);
+  job.max_runtime_s = 2 * 86400;
+  auto plan = PlaceJobs({big, small}, {job}, {}, Opts(Policy::kTupa));
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "small");
+}
+
+// A node that other jobs keep up past the long job's end costs nothing
+// more: the long job joins them, even on a dearer, emptier node; a node
+// held by a job of unknown end counts as held.
+TEST(LongJob, JoinsANodeThatOtherJobsKeepUpLonger) {
+  const int64_t now = Opts().now_ms;
+  NodeView held = Busy(Node("held", 8, "V100"), 1);
+  NodeView snug = Busy(Node("snug", 4, "T4"), 3);
+  held.price_per_gpu_hour = 2.48;
+  snug.price_per_gpu_hour = 0.62;
+  RunningJob keeps, brief;
+  keeps.job_id = 10;
+  keeps.worker_ids = {"held"};
+  keeps.gpus = 1;
+  keeps.device_indexes = {0};
+  keeps.expected_end_ms = now + int64_t{10} * 86400 * 1000;
+  brief = keeps;
+  brief.job_id = 11;
+  brief.worker_ids = {"snug"};
+  brief.gpus = 3;
+  brief.device_indexes = {0, 1, 2};
+  brief.expected_end_ms = now + 3600 * 1000;
+  JobRequest long_job = Job(1, 1), short_job = Job(2, 1);
+  long_job.max_runtime_s = 3 * 86400;
+  short_job.max_runtime_s = 600;
+  const PlacementOptions tupa = Opts(Policy::kTupa);
+  auto plan = PlaceJobs({held, snug}, {long_job}, {keeps, brief}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "held");
+  plan = PlaceJobs({held, snug}, {short_job}, {keeps, brief}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "snug");
+  // Past what holds it: the cheap node again.
+  long_job.max_runtime_s = 30 * 86400;
+  plan = PlaceJobs({held, snug}, {long_job}, {keeps, brief}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "snug");
+  keeps.expected_end_ms = 0;  // unknown: held as long as it runs
+  plan = PlaceJobs({held, snug}, {long_job}, {keeps, brief}, tupa);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "held");
+}
+
+// A long job that fits a dear live node waits for a stopped cheap one
+// (booting included it costs less to keep up); a short job does not, nor
+// does a long one when the boot would cost more or boots are off.
+TEST(LongJob, WaitsForABootWhenAStoppedNodeCostsLessToKeepUp) {
+  NodeView dear = Node("dear", 8, "V100");
+  NodeView stopped = Node("stopped", 2, "T4");
+  dear.price_per_gpu_hour = 2.48;     // 19.84 an hour for the node
+  stopped.price_per_gpu_hour = 0.62;  // 1.24
+  stopped.schedulable = false;
+  stopped.bootable = true;
+  JobRequest long_job = Job(1, 1), brief = Job(2, 1);
+  long_job.max_runtime_s = 5 * 86400;
+  brief.max_runtime_s = 600;
+  PlacementOptions o = Opts(Policy::kTupa);
+  o.boot_time_s = 180;
+  auto plan = PlaceJobs({dear, stopped}, {long_job, brief}, {}, o);
+  ASSERT_EQ(PlacedIds(plan), (std::vector<int64_t>{2}));
+  const PendingInfo& info = plan.pending.at(1);
+  EXPECT_EQ(info.reason, PendingReason::kWaitsForBoot);
+  EXPECT_EQ(info.boot_node, "stopped");
+  EXPECT_EQ(info.estimated_start_ms, o.now_ms + 180'000);
+  EXPECT_STREQ(PendingReasonName(info.reason), "WAITS_FOR_BOOT");
+  // A stopped node that is not bootable, or no boots: it starts now.
+  o.boot_time_s = 0;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, stopped}, {long_job}, {}, o)),
+            (std::vector<int64_t>{1}));
+  o.boot_time_s = 180;
+  stopped.bootable = false;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, stopped}, {long_job}, {}, o)),
+            (std::vector<int64_t>{1}));
+  // Dearer to keep up than the live node: it starts now.
+  stopped.bootable = true;
+  stopped.price_per_gpu_hour = 12.0;  // 24 an hour
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, stopped}, {long_job}, {}, o)),
+            (std::vector<int64_t>{1}));
+  // Too small for it (CPU): it starts now.
+  stopped.price_per_gpu_hour = 0.62;
+  stopped.cpu_total = stopped.cpu_free = 0.5;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, stopped}, {long_job}, {}, o)),
+            (std::vector<int64_t>{1}));
+}
+
+// Among nodes of equal cost, fragmentation and fit still decide; a type
+// the job does not accept is never taken for its price.
+TEST(LongJob, FitDecidesAmongEqualCostsAndTypesStillBind) {
+  NodeView snug = Busy(Node("snug", 4, "T4"), 2);
+  NodeView empty = Node("empty", 4, "T4");
+  NodeView dear = Busy(Node("dear", 4, "V100"), 3);
+  NodeView cheaper = Node("cheaper", 4, "P4");
+  snug.price_per_gpu_hour = empty.price_per_gpu_hour = 0.62;
+  dear.price_per_gpu_hour = 2.48;
+  cheaper.price_per_gpu_hour = 0.30;
+  JobRequest job = Job(1, 1);
+  job.max_runtime_s = 2 * 86400;
+  job.gpu_types = {"T4", "V100"};
+  auto plan =
+      PlaceJobs({dear, empty, cheaper, snug}, {job}, {}, Opts(Policy::kTupa));
+  ASSERT_EQ(plan.placed.size(), 1u);
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "snug");
+  // The class search (no request mix) orders the same way.
+  ClusterState state({dear, empty, cheaper, snug}, Policy::kTupa);
+  auto demand = state.MakeDemand(1, 1, kGiB, {"T4", "V100"}, 1);
+  ASSERT_TRUE(demand.has_value());
+  demand->run_until_ms = job.max_runtime_s * 1000;
+  auto choice = state.FindNode(*demand, {});
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(state.WorkerId(choice->node), "snug");
+  demand->run_until_ms = 0;
+  EXPECT_EQ(state.WorkerId(state.FindNode(*demand, {})->node), "dear");
+}
+
 TEST(BestFit, SharePacksOntoPartlyUsedDevice) {
   NodeView n = Node("w", 4);
   n.devices[2].free_share = 0.5;

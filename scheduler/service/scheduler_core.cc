@@ -368,6 +368,29 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
   return out;
 }
 
+void SchedulerCore::AddBootableViews(absl::Time now,
+                                     std::vector<NodeView>* nodes) {
+  for (const auto& [id, reason] : stopped_reasons_) {
+    auto it = workers_.find(id);
+    if (it == workers_.end() ||
+        it->second.info.state() != v1::WORKER_STATE_OFFLINE)
+      continue;
+    const WorkerEntry& w = it->second;
+    NodeView& v = nodes->emplace_back();
+    v.worker_id = id;
+    v.region = w.info.region();
+    v.labels.insert(w.info.labels().begin(), w.info.labels().end());
+    for (const v1::Device& d : w.info.devices())
+      v.devices.push_back({d.index(), d.gpu_type(), 1.0});
+    v.cpu_total = v.cpu_free = w.info.cpu();
+    v.memory_total = v.memory_free = w.info.memory_bytes();
+    if (w.price)
+      v.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
+    v.schedulable = false;
+    v.bootable = true;
+  }
+}
+
 JobRequest RequestOf(const v1::Job& job) {
   const v1::JobSpec& spec = job.spec();
   JobRequest r;
@@ -488,6 +511,12 @@ void SchedulerCore::Schedule(absl::Time now) {
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
   if (UsesRequestMix(options.policy)) options.request_mix = recent_mix_.Mix();
+  if (options_.idle && options_.idle->scale_up.enabled) {
+    // A long job may wait for a worker the idle policy stopped.
+    options.boot_time_s =
+        absl::ToInt64Seconds(options_.idle->idle_shutdown.boot_time);
+    AddBootableViews(now, &nodes);
+  }
   PlacementPlan plan =
       PlaceJobs(std::move(nodes), pending, RunningJobs(), options);
   // The pass's bounds: at most max_starts_per_pass jobs, and no worker

@@ -296,6 +296,11 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetIfDone(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<NodeView> NodeViews() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the workers the idle policy stopped as bootable views (a
+  // scale-up of their pool starts one like them): a long job may wait for
+  // one (PendingReason::kWaitsForBoot).
+  void AddBootableViews(absl::Time now, std::vector<NodeView>* nodes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The first port of a block of `span` ports (port_blocks.h) free on
   // every worker of `placement`.
   int32_t PickMasterPort(const JobPlacement& placement, int32_t attempt,

@@ -114,6 +114,15 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
           google::protobuf::util::TimeUtil::TimestampToMilliseconds(
               j.job.created_at()));
       p.fits_live_worker = idle::FitsLiveWorkers(p, snap.workers);
+      if (auto info = last_pending_.find(id);
+          info != last_pending_.end() &&
+          info->second.reason == PendingReason::kWaitsForBoot) {
+        auto boot = workers_.find(info->second.boot_node);
+        if (boot != workers_.end() && boot->second.info.devices_size() > 0) {
+          p.waits_for_boot_of = boot->second.info.devices(0).gpu_type();
+          p.fits_live_worker = false;
+        }
+      }
       snap.pending.push_back(std::move(p));
       continue;
     }

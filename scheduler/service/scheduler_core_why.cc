@@ -53,6 +53,10 @@ std::string Explain(PendingReason reason, const v1::JobSpec& spec) {
       return "no worker has that GPU type, or that many GPUs of it";
     case PendingReason::kNeverFits:
       return "no worker (or the whole cluster) is large enough";
+    case PendingReason::kWaitsForBoot:
+      return "a long job: a stopped worker costs less to keep up for its "
+             "whole run than the free one it fits, so it waits for that "
+             "worker's pool to boot one";
     case PendingReason::kNone:
       break;
   }

@@ -97,7 +97,7 @@ TEST_P(ParityTest, SchedulerAndSimulatorStopTheSameWorkersAtTheSameTime) {
         (*fleet)->OnJobStart(where, 1, t * 1000, j.end_s * 1000);
         views[n].devices[0].free_share = 0;
       } else if (t == j.end_s) {
-        (*fleet)->OnJobEnd(where);
+        (*fleet)->OnJobEnd(where, t * 1000);
         views[n].devices[0].free_share = 1;
       }
     }

@@ -126,6 +126,10 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
   scheduler::PlacementOptions popt;
   popt.policy = options.policy;
   popt.max_estimates = 0;
+  popt.long_job_runtime_s = options.long_job_runtime_s;
+  if (options.fleet.idle && options.fleet.idle->scale_up.enabled) {
+    popt.boot_time_s = absl::ToInt64Seconds(options.fleet.boot_time);
+  }
 
   fleet.Start(first_ms);
   while (next < order.size() || !ends.empty() ||
@@ -143,7 +147,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
       const int64_t id = ends.top().second;
       ends.pop();
       cluster.Change(running.at(id), where.at(id), +1);
-      fleet.OnJobEnd(where.at(id));
+      fleet.OnJobEnd(where.at(id), running.at(id).expected_end_ms);
       alloc_gpus -= running.at(id).gpus;
       running.erase(id);
       where.erase(id);
@@ -222,8 +226,13 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
       still.push_back(std::move(r));
     }
     pending = std::move(still);
+    std::map<int64_t, std::string> boot_nodes;
+    for (const auto& [id, info] : plan.pending) {
+      if (info.reason == scheduler::PendingReason::kWaitsForBoot)
+        boot_nodes[id] = info.boot_node;
+    }
     // The idle policy sees the pending jobs this pass left.
-    fleet.RunPolicy(now, cluster.mutable_nodes(), pending);
+    fleet.RunPolicy(now, cluster.mutable_nodes(), pending, boot_nodes);
   }
   result.unstarted = static_cast<int>(pending.size());
   result.fleet = fleet.Finish(last_ms);

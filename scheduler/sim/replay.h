@@ -33,6 +33,9 @@ struct ReplayOptions {
   // does with the whole trace. false: PlaceJobs derives it from the pass's
   // pending jobs (its default when request_mix is empty).
   bool mix_from_arrivals = true;
+  // PlacementOptions::long_job_runtime_s (jobs' max_runtime is their
+  // trace duration).
+  int64_t long_job_runtime_s = scheduler::PlacementOptions().long_job_runtime_s;
   // Prices, the idle policy and the epoch of replay time 0.
   FleetOptions fleet;
 };

@@ -74,8 +74,12 @@ void Fleet::OnJobStart(const JobPlacement& where, double gpus, int64_t start_ms,
   }
 }
 
-void Fleet::OnJobEnd(const JobPlacement& where) {
-  for (const auto& a : where.nodes) --nodes_[index_.at(a.worker_id)].jobs;
+void Fleet::OnJobEnd(const JobPlacement& where, int64_t end_ms) {
+  for (const auto& a : where.nodes) {
+    NodeState& n = nodes_[index_.at(a.worker_id)];
+    --n.jobs;
+    n.last_end_ms = std::max(n.last_end_ms, end_ms);
+  }
 }
 
 int64_t Fleet::NextWakeMs() const {
@@ -92,15 +96,22 @@ void Fleet::CompleteBoots(int64_t now_ms, std::vector<NodeView>* nodes) {
     if (n.power == Power::kBooting && n.ready_ms <= now_ms) {
       n.power = Power::kUp;
       (*nodes)[i].schedulable = true;
+      (*nodes)[i].bootable = false;
     }
   }
 }
 
 void Fleet::RunPolicy(int64_t now_ms, std::vector<NodeView>* nodes,
-                      const std::vector<JobRequest>& pending) {
+                      const std::vector<JobRequest>& pending,
+                      const std::map<int64_t, std::string>& boot_nodes) {
   // Every event may change a verdict, so the policy runs on each call, at
   // most once per decide_every; a throttled call comes back when it may.
   if (!options_.idle) return;
+  boot_types_.clear();
+  for (const auto& [job, node] : boot_nodes) {
+    auto it = index_.find(node);
+    if (it != index_.end()) boot_types_[job] = nodes_[it->second].gpu_type;
+  }
   const int64_t every = absl::ToInt64Milliseconds(options_.decide_every);
   if (now_ms - last_decide_ms_ < every) {
     next_decide_ms_ = last_decide_ms_ + every;
@@ -129,6 +140,11 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     w.gpu_type = n.gpu_type;
     w.instance_id = n.id;
     w.joined_at = At(n.up_since_ms);
+    // The policy runs only at events: a node whose job ended since its
+    // last run is idle from that end, not from that run; as in the
+    // scheduler, whose once-a-second cycle last saw it busy up to a second
+    // before the end.
+    if (n.last_end_ms >= 0) w.last_busy_at = At(n.last_end_ms - 1000);
     w.gpus_total = n.gpus;
     for (const auto& d : v.devices) w.gpus_free += d.free_share >= 1.0;
     w.cpu_free = v.cpu_free;
@@ -161,6 +177,10 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
         false);
     if (fresh) it->second = idle::FitsLiveWorkers(p, snap.workers);
     p.fits_live_worker = it->second;
+    if (auto boot = boot_types_.find(r.job_id); boot != boot_types_.end()) {
+      p.waits_for_boot_of = boot->second;
+      p.fits_live_worker = false;
+    }
     snap.pending.push_back(std::move(p));
   }
   idle::Decisions d = idle::Decide(*options_.idle, snap, idle_state_, now);
@@ -169,6 +189,7 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     const int i = index_.at(s.worker_id);
     StopNode(i, now_ms);
     (*nodes)[i].schedulable = false;
+    (*nodes)[i].bootable = true;
   }
   for (const idle::ScaleUpRequest& up : d.scale_ups) {
     BootFor(up, pending, now_ms);
@@ -227,7 +248,10 @@ void Fleet::BootFor(const idle::ScaleUpRequest& up,
       continue;
     }
     const int need = static_cast<int>(std::ceil(r.gpus));
+    // A job waiting for a cheaper node takes only that node's type.
+    auto boot = boot_types_.find(r.job_id);
     auto accepts = [&](const NodeState& n) {
+      if (boot != boot_types_.end() && n.gpu_type != boot->second) return false;
       return n.gpus >= need && n.cpu >= r.cpu && n.memory >= r.memory &&
              (r.gpu_types.empty() ||
               std::find(r.gpu_types.begin(), r.gpu_types.end(), n.gpu_type) !=

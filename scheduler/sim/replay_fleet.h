@@ -76,14 +76,17 @@ class Fleet {
   void Start(int64_t now_ms);
   void OnJobStart(const scheduler::JobPlacement& where, double gpus,
                   int64_t start_ms, int64_t end_ms);
-  void OnJobEnd(const scheduler::JobPlacement& where);
+  void OnJobEnd(const scheduler::JobPlacement& where, int64_t end_ms);
   // Makes the nodes whose boot has finished by `now_ms` schedulable in
   // `nodes`. Call before placing jobs.
   void CompleteBoots(int64_t now_ms, std::vector<scheduler::NodeView>* nodes);
-  // When due, runs the idle policy on `nodes` (whose `schedulable` it sets
-  // false for stopped nodes) and the jobs still `pending` after placement.
+  // When due, runs the idle policy on `nodes` (stopped nodes it marks not
+  // schedulable and bootable) and the jobs still `pending` after placement;
+  // `boot_nodes`: the long jobs placement holds for a stopped node
+  // (PendingReason::kWaitsForBoot), job id -> that node.
   void RunPolicy(int64_t now_ms, std::vector<scheduler::NodeView>* nodes,
-                 const std::vector<scheduler::JobRequest>& pending);
+                 const std::vector<scheduler::JobRequest>& pending,
+                 const std::map<int64_t, std::string>& boot_nodes = {});
   // When CompleteBoots() or RunPolicy() next has something to do; kNever when
   // nothing.
   int64_t NextWakeMs() const;
@@ -103,6 +106,7 @@ class Fleet {
     int64_t up_since_ms = 0;  // billing start of the current interval
     int64_t ready_ms = 0;     // kBooting: schedulable from then
     int jobs = 0;
+    int64_t last_end_ms = -1;  // of its last job; -1: none yet
   };
 
   Fleet(std::vector<NodeState> nodes, FleetOptions options);
@@ -120,6 +124,9 @@ class Fleet {
   void BootFor(const scheduler::idle::ScaleUpRequest& up,
                const std::vector<scheduler::JobRequest>& pending,
                int64_t now_ms);
+  // The GPU type each job waiting for a boot waits for (RunPolicy's
+  // boot_nodes, by the node's type).
+  std::map<int64_t, std::string> boot_types_;
 
   FleetOptions options_;
   std::vector<NodeState> nodes_;

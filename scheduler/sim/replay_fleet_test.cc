@@ -124,6 +124,39 @@ TEST(ReplayIdle, BootsANodeWithTheCoresTheJobAsksFor) {
   EXPECT_LE(r->avg_wait_s, 210 / 2.0);
 }
 
+TEST(ReplayIdle, ALongJobBootsACheaperNodeOverTakingADearFreeOne) {
+  // a holds the dear A10 for 2 h while the idle T4 stops; b, 3 days on any
+  // GPU, comes when the A10 is free: it waits for the T4 to boot (its
+  // 3 days cost half there) instead of keeping the A10 up for them.
+  ReplayOptions o;
+  o.fleet.pricing = Prices(
+      "currency: USD\nprices: [{gpu_type: T4, per_gpu_hour: 1.00}, "
+      "{gpu_type: A10, per_gpu_hour: 2.00}]\n");
+  auto policy = scheduler::idle::ParseIdlePolicyYaml(
+      "idle_shutdown: {policy: timer, idle_after: 10m, keep_warm: 0, "
+      "min_uptime: 0s}\n"
+      "scale_up: {pending_after: 2m}\n");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  o.fleet.idle = *policy;
+  const auto nodes = Nodes("n0,64000,262144,1,T4\nn1,64000,262144,1,A10\n");
+  const auto jobs = Jobs("a,0,7200,1,A10,u\nb,7300,259200,1,,u\n");
+  auto r = RunReplay(nodes, jobs, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->finished, 2);
+  EXPECT_EQ(r->fleet.boots, 1);
+  // a: 2 h of A10 (4 USD); b: 72 h of T4 (72 USD).
+  EXPECT_NEAR(r->fleet.job_cost.ToDouble(), 76, 0.01);
+  // b asked at once (not after pending_after) and waited the 3 min boot,
+  // plus at most one 30 s policy tick.
+  EXPECT_LE(r->avg_wait_s, 210 / 2.0);
+  // Without long-job placement it takes the A10 at once: twice the price.
+  o.long_job_runtime_s = 0;
+  r = RunReplay(nodes, jobs, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->fleet.boots, 0);
+  EXPECT_NEAR(r->fleet.job_cost.ToDouble(), 148, 0.01);
+}
+
 TEST(ReplayIdle, WithoutAPolicyEveryNodeStaysUp) {
   ReplayOptions o;
   auto r = RunReplay(Nodes("n0,64000,262144,1,T4\nn1,64000,262144,1,T4\n"),
