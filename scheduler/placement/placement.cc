@@ -98,15 +98,17 @@ JobPlacement ToPlacement(const ClusterState& state, int64_t job_id,
 // Whether the long single-node `job`, placed by `attempt`, should rather
 // wait for a bootable node that costs less to keep up, booting included,
 // than the node it got (its run is [run_from_ms, run_until_ms)). If so,
-// fills `info` (kWaitsForBoot, the node, its start).
+// fills `info` (kWaitsForBoot, the node, its start). A job pending for
+// twice the boot time waits no more: a boot that has not come by then
+// (a hook that failed, a region out of capacity) is not coming.
 bool WaitForBoot(const ClusterState& state, const Demand& demand,
                  const JobRequest& job, const GangAttempt& attempt,
                  const PlacementOptions& options, PendingInfo* info) {
-  if (options.boot_time_s <= 0 || demand.run_until_ms <= 0 ||
-      attempt.choices.size() != 1) {
+  const int64_t boot_ms = options.boot_time_s * 1000;
+  if (boot_ms <= 0 || demand.run_until_ms <= 0 || attempt.choices.size() != 1 ||
+      options.now_ms - job.submitted_at_ms >= 2 * boot_ms) {
     return false;
   }
-  const int64_t boot_ms = options.boot_time_s * 1000;
   auto boot = state.CheapestBootable(demand, job.labels, demand.run_from_ms,
                                      demand.run_until_ms, boot_ms);
   if (!boot.has_value() ||

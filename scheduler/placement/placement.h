@@ -137,7 +137,8 @@ struct PlacementOptions {
   // > 0: stopped nodes marked bootable come up this long after a scale-up
   // asks. A single-node long job that fits now waits for one instead when
   // keeping it up (booting included) costs less than keeping up the node
-  // it would take now; it asks for that boot at once. 0: never waits.
+  // it would take now; it asks for that boot at once, and waits at most
+  // until it has been pending twice this long. 0: never waits.
   int64_t boot_time_s = 0;
 };
 

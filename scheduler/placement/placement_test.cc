@@ -345,6 +345,7 @@ TEST(LongJob, WaitsForABootWhenAStoppedNodeCostsLessToKeepUp) {
   brief.max_runtime_s = 600;
   PlacementOptions o = Opts(Policy::kTupa);
   o.boot_time_s = 180;
+  long_job.submitted_at_ms = o.now_ms - 1000;  // pending a second
   auto plan = PlaceJobs({dear, stopped}, {long_job, brief}, {}, o);
   ASSERT_EQ(PlacedIds(plan), (std::vector<int64_t>{2}));
   const PendingInfo& info = plan.pending.at(1);
@@ -352,6 +353,11 @@ TEST(LongJob, WaitsForABootWhenAStoppedNodeCostsLessToKeepUp) {
   EXPECT_EQ(info.boot_node, "stopped");
   EXPECT_EQ(info.estimated_start_ms, o.now_ms + 180'000);
   EXPECT_STREQ(PendingReasonName(info.reason), "WAITS_FOR_BOOT");
+  // Pending twice the boot time: the boot is not coming, it starts now.
+  JobRequest late = long_job;
+  late.submitted_at_ms = o.now_ms - 360'000;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, stopped}, {late}, {}, o)),
+            (std::vector<int64_t>{1}));
   // A stopped node that is not bootable, or no boots: it starts now.
   o.boot_time_s = 0;
   EXPECT_EQ(PlacedIds(PlaceJobs({dear, stopped}, {long_job}, {}, o)),

@@ -324,6 +324,22 @@ void SchedulerCore::CheckLeases(absl::Time now) {
                          absl::FormatDuration(options_.worker_timeout), ")"));
 }
 
+NodeView SchedulerCore::EmptyView(const std::string& id, const WorkerEntry& w,
+                                  absl::Time now) {
+  NodeView v;
+  v.worker_id = id;
+  v.region = w.info.region();
+  v.labels.insert(w.info.labels().begin(), w.info.labels().end());
+  v.devices.reserve(w.info.devices_size());
+  for (const v1::Device& d : w.info.devices())
+    v.devices.push_back({d.index(), d.gpu_type(), 1.0});
+  v.cpu_total = v.cpu_free = w.info.cpu();
+  v.memory_total = v.memory_free = w.info.memory_bytes();
+  if (w.price)
+    v.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
+  return v;
+}
+
 std::vector<NodeView> SchedulerCore::NodeViews() {
   // Once per pass over every worker: no map of views, each worker's own
   // allocations through worker_allocs_ (in worker id order, as workers_).
@@ -334,17 +350,7 @@ std::vector<NodeView> SchedulerCore::NodeViews() {
     if (w.info.state() != v1::WORKER_STATE_UP &&
         w.info.state() != v1::WORKER_STATE_DRAINING)
       continue;
-    NodeView& v = out.emplace_back();
-    v.worker_id = id;
-    v.region = w.info.region();
-    v.labels.insert(w.info.labels().begin(), w.info.labels().end());
-    v.devices.reserve(w.info.devices_size());
-    for (const v1::Device& d : w.info.devices())
-      v.devices.push_back({d.index(), d.gpu_type(), 1.0});
-    v.cpu_total = v.cpu_free = w.info.cpu();
-    v.memory_total = v.memory_free = w.info.memory_bytes();
-    if (w.price)
-      v.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
+    NodeView& v = out.emplace_back(EmptyView(id, w, now));
     auto placed = worker_allocs_.find(id);
     const size_t nodes_here =
         placed == worker_allocs_.end() ? 0 : placed->second.size();
@@ -375,17 +381,7 @@ void SchedulerCore::AddBootableViews(absl::Time now,
     if (it == workers_.end() ||
         it->second.info.state() != v1::WORKER_STATE_OFFLINE)
       continue;
-    const WorkerEntry& w = it->second;
-    NodeView& v = nodes->emplace_back();
-    v.worker_id = id;
-    v.region = w.info.region();
-    v.labels.insert(w.info.labels().begin(), w.info.labels().end());
-    for (const v1::Device& d : w.info.devices())
-      v.devices.push_back({d.index(), d.gpu_type(), 1.0});
-    v.cpu_total = v.cpu_free = w.info.cpu();
-    v.memory_total = v.memory_free = w.info.memory_bytes();
-    if (w.price)
-      v.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
+    NodeView& v = nodes->emplace_back(EmptyView(id, it->second, now));
     v.schedulable = false;
     v.bootable = true;
   }

@@ -296,6 +296,10 @@ class SchedulerCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetIfDone(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<NodeView> NodeViews() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Worker `w` as placement sees it with nothing on it: devices, CPU,
+  // memory, labels and its price at `now`.
+  static NodeView EmptyView(const std::string& id, const WorkerEntry& w,
+                            absl::Time now);
   // Appends the workers the idle policy stopped as bootable views (a
   // scale-up of their pool starts one like them): a long job may wait for
   // one (PendingReason::kWaitsForBoot).

@@ -97,9 +97,9 @@ TEST(ReplayIdle, StopsIdleNodesAndBootsOneForALateJob) {
   EXPECT_LT(r->fleet.idle_cost.ToDouble(), 0.5);
 }
 
-TEST(ReplayIdle, BootsANodeWithTheCoresTheJobAsksFor) {
-  // Both 1-GPU nodes stop when idle; b asks for 32 cores: the cheap 4-core
-  // node could never hold it, so the 64-core one boots, once.
+// T4 at 1 USD a GPU-hour, A10 at 2; a 10-minute timer that keeps nothing
+// warm and scales up after `pending_after`.
+ReplayOptions T4AndA10Timer(const std::string& pending_after) {
   ReplayOptions o;
   o.fleet.pricing = Prices(
       "currency: USD\nprices: [{gpu_type: T4, per_gpu_hour: 1.00}, "
@@ -107,9 +107,17 @@ TEST(ReplayIdle, BootsANodeWithTheCoresTheJobAsksFor) {
   auto policy = scheduler::idle::ParseIdlePolicyYaml(
       "idle_shutdown: {policy: timer, idle_after: 10m, keep_warm: 0, "
       "min_uptime: 0s}\n"
-      "scale_up: {pending_after: 0s}\n");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  o.fleet.idle = *policy;
+      "scale_up: {pending_after: " +
+      pending_after + "}\n");
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  if (policy.ok()) o.fleet.idle = *policy;
+  return o;
+}
+
+TEST(ReplayIdle, BootsANodeWithTheCoresTheJobAsksFor) {
+  // Both 1-GPU nodes stop when idle; b asks for 32 cores: the cheap 4-core
+  // node could never hold it, so the 64-core one boots, once.
+  ReplayOptions o = T4AndA10Timer("0s");
   const std::string header =
       "job_id,submit_time_s,duration_s,num_gpus,gpu_type,user,cpu_milli\n";
   auto jobs = PodsFromCsv(
@@ -128,16 +136,7 @@ TEST(ReplayIdle, ALongJobBootsACheaperNodeOverTakingADearFreeOne) {
   // a holds the dear A10 for 2 h while the idle T4 stops; b, 3 days on any
   // GPU, comes when the A10 is free: it waits for the T4 to boot (its
   // 3 days cost half there) instead of keeping the A10 up for them.
-  ReplayOptions o;
-  o.fleet.pricing = Prices(
-      "currency: USD\nprices: [{gpu_type: T4, per_gpu_hour: 1.00}, "
-      "{gpu_type: A10, per_gpu_hour: 2.00}]\n");
-  auto policy = scheduler::idle::ParseIdlePolicyYaml(
-      "idle_shutdown: {policy: timer, idle_after: 10m, keep_warm: 0, "
-      "min_uptime: 0s}\n"
-      "scale_up: {pending_after: 2m}\n");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  o.fleet.idle = *policy;
+  ReplayOptions o = T4AndA10Timer("2m");
   const auto nodes = Nodes("n0,64000,262144,1,T4\nn1,64000,262144,1,A10\n");
   const auto jobs = Jobs("a,0,7200,1,A10,u\nb,7300,259200,1,,u\n");
   auto r = RunReplay(nodes, jobs, o);
