@@ -507,8 +507,12 @@ void SchedulerCore::Schedule(absl::Time now) {
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
   if (UsesRequestMix(options.policy)) options.request_mix = recent_mix_.Mix();
-  if (options_.idle && options_.idle->scale_up.enabled) {
-    // A long job may wait for a worker the idle policy stopped.
+  if (options_.idle && options_.idle->scale_up.enabled &&
+      std::any_of(pending.begin(), pending.end(), [&](const JobRequest& r) {
+        return r.max_runtime_s >= options.long_job_runtime_s;
+      })) {
+    // A long job may wait for a worker the idle policy stopped; the views
+    // of stopped workers are built only when one is pending.
     options.boot_time_s =
         absl::ToInt64Seconds(options_.idle->idle_shutdown.boot_time);
     AddBootableViews(now, &nodes);
