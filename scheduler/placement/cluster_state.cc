@@ -151,7 +151,8 @@ void ClusterState::SetRequestMix(const std::vector<RequestShape>& mix,
     frag_ = FragModel(FgdTypicalShapes(shapes, kFgdTypicalCoverage), 0, {});
     return;
   }
-  frag_ = FragModel(std::move(shapes), max_shapes, supply);
+  frag_ = FragModel(std::move(shapes), max_shapes, supply,
+                    static_cast<int>(gpu_norm_ / kMilliPerGpu));
 }
 
 double ClusterState::NextTieDraw() const {

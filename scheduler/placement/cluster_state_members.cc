@@ -23,13 +23,15 @@
 //     "first" is the first in a seeded random order: tupa-sim inflation
 //     shuffles the node list per seed to match (scheduler/sim/inflation.h).
 // kTupa scores the same way against its own measure (frag.h: type pressure,
-// memory, the recent mix) and breaks ties by what the job leaves: a share
-// or a job without GPUs goes to the node with the least free GPU (it then
-// leaves whole free devices and whole free nodes to the jobs that need
-// them, and does not strand a half-empty node's GPUs behind its CPU); a
-// whole-GPU job to the best fit over GPU, CPU and memory; then the cheaper
-// node, then node order. Among a node's tied devices a share takes the
-// tightest (kFgd: the first by index).
+// memory, the recent mix; copies counted for a job without GPUs) and breaks
+// ties by what the job leaves: a share or a job without GPUs goes to the
+// node with the least free GPU (it then leaves whole free devices and whole
+// free nodes to the jobs that need them, and does not strand a half-empty
+// node's GPUs behind its CPU), among those to the least CPU left (CPU
+// packed tight is CPU left whole for the next pod); a whole-GPU job to the
+// best fit over GPU, CPU and memory; then the cheaper node, then node
+// order. Among a node's tied devices a share takes the tightest (kFgd: the
+// first by index).
 //
 // Nodes of one class (same GPU state) differ only in free CPU and memory;
 // two members whose free CPU and memory (before and after) fall in the same
@@ -51,6 +53,8 @@ std::optional<NodeChoice> ClusterState::ByMember(
   const bool gpu_first = share || demand.count == 0;
   constexpr double kTieEps = 1e-12;
   const bool tupa = policy_ == Policy::kTupa;
+  // kTupa counts copies for a job without GPUs (frag.h).
+  const bool copies = tupa && demand.count == 0;
   double best = 0, best_tie = 0, best_price = 0, best_first = 0;
   int best_pool = -1, best_level = -1;
   std::vector<int> options, after;
@@ -98,7 +102,8 @@ std::optional<NodeChoice> ClusterState::ByMember(
         auto next = it;
         // A long job's cost key differs per member: each is scored.
         if (tupa && demand.run_until_ms == 0) {
-          const int64_t bound = frag_.NextCpuBoundary(cpu, demand.cpu_milli);
+          const int64_t bound =
+              frag_.NextCpuBoundary(cpu, demand.cpu_milli, copies);
           next = bound == INT64_MAX
                      ? c.members.end()
                      : c.members.lower_bound({bound, INT64_MIN, INT_MIN});
@@ -106,10 +111,10 @@ std::optional<NodeChoice> ClusterState::ByMember(
           ++next;
         }
         const Pool& pool = pools_[p];
-        const int bb = frag_.CpuBracket(cpu);
-        const int ba = frag_.CpuBracket(cpu - demand.cpu_milli);
-        const int mb = frag_.MemoryBracket(mem);
-        const int ma = frag_.MemoryBracket(mem - demand.memory);
+        const int bb = frag_.CpuBracket(cpu, copies);
+        const int ba = frag_.CpuBracket(cpu - demand.cpu_milli, copies);
+        const int mb = frag_.MemoryBracket(mem, copies);
+        const int ma = frag_.MemoryBracket(mem - demand.memory, copies);
         const Cached* hit = nullptr;
         for (const Cached& k : cache) {
           if (k.before_bracket == bb && k.after_bracket == ba &&
@@ -119,8 +124,8 @@ std::optional<NodeChoice> ClusterState::ByMember(
         }
         if (hit == nullptr) {
           Cached k{bb, ba, mb, ma, {}};
-          const double before =
-              frag_.Frag(c.sorted_free.data(), n, pool.type_id, cpu, mem);
+          const double before = frag_.Frag(c.sorted_free.data(), n,
+                                           pool.type_id, cpu, mem, copies);
           for (int option : options) {
             after = c.sorted_free;
             if (demand.count > 0 && !share) {
@@ -129,10 +134,11 @@ std::optional<NodeChoice> ClusterState::ByMember(
               *std::find(after.begin(), after.end(), option) -= demand.milli;
             }
             std::sort(after.begin(), after.end());
-            k.scores.push_back(FragScore(
-                frag_.Frag(after.data(), n, pool.type_id,
-                           cpu - demand.cpu_milli, mem - demand.memory) -
-                before));
+            k.scores.push_back(
+                FragScore(frag_.Frag(after.data(), n, pool.type_id,
+                                     cpu - demand.cpu_milli,
+                                     mem - demand.memory, copies) -
+                          before));
           }
           cache.push_back(std::move(k));
           hit = &cache.back();
@@ -157,12 +163,14 @@ std::optional<NodeChoice> ClusterState::ByMember(
           }
         }
         // Ties (kTupa): the least free GPU for a share or a job without
-        // GPUs, else the best fit over all three resources.
+        // GPUs, then the least CPU left (under one milli-GPU, so free GPU
+        // decides first); else the best fit over all three resources.
         double tie = 0;
         if (tupa) {
-          tie = gpu_first ? static_cast<double>(gpu_free)
-                          : 0.5 * static_cast<double>(cpu - demand.cpu_milli) /
-                                    cpu_norm_ +
+          const double cpu_left =
+              static_cast<double>(cpu - demand.cpu_milli) / cpu_norm_;
+          tie = gpu_first ? static_cast<double>(gpu_free) + 0.9 * cpu_left
+                          : 0.5 * cpu_left +
                                 0.5 *
                                     static_cast<double>(
                                         gpu_free - demand.GpuMilliPerNode()) /

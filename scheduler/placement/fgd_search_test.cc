@@ -1,7 +1,8 @@
 // The kFgd policy against the FGD simulator's rules on hand-made clusters
 // where the model tupa-sim used before issue 20 chose differently (one
 // representative per class of identical GPU state, the tightest device for
-// a share, a random draw among top-scored classes).
+// a share, a random draw among top-scored classes); and kTupa where it
+// departs from FGD for jobs without GPUs (copies counted, CPU packed).
 #include <string>
 #include <vector>
 
@@ -84,6 +85,34 @@ TEST(FgdSearch, ABetterScoreBeatsNodeOrder) {
   ASSERT_TRUE(choice.has_value());
   EXPECT_EQ(state.WorkerId(choice->node), "n1");
   EXPECT_EQ(choice->device_indexes, std::vector<int>{0});
+}
+
+TEST(TupaSearch, AJobWithoutGpusTakesCpuThatNoFreeGpuNeeds) {
+  // A 1-GPU, 10-core mix. n0 has 2 free GPUs and 40 cores, n1 4 free GPUs
+  // and 100 cores. A 30-core job without GPUs leaves every GPU shape able
+  // to run once on either, so FGD's measure ties them and the least free
+  // GPU would pick n0, leaving 10 cores for 2 free GPUs (one stranded).
+  // Counting copies, n1 keeps 70 cores for its 4 GPUs: n1.
+  std::vector<NodeView> nodes = {Node("n0", {1, 1}, 40),
+                                 Node("n1", {1, 1, 1, 1}, 100)};
+  ClusterState state(nodes, Policy::kTupa);
+  state.SetRequestMix({{1, 10, 0, {}, 1}}, 128);
+  auto choice = state.FindNode(*state.MakeDemand(0, 30, 0, {}, 1), {});
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(state.WorkerId(choice->node), "n1");
+}
+
+TEST(TupaSearch, TiedJobsWithoutGpusPackCpuTight) {
+  // Both nodes have every GPU in use (two classes: 2 and 3 devices); the
+  // job fits either and changes no fragment. The least CPU left wins (n1),
+  // not the node order.
+  std::vector<NodeView> nodes = {Node("n0", {0, 0}, 64),
+                                 Node("n1", {0, 0, 0}, 40)};
+  ClusterState state(nodes, Policy::kTupa);
+  state.SetRequestMix({{1, 10, 0, {}, 1}}, 128);
+  auto choice = state.FindNode(*state.MakeDemand(0, 30, 0, {}, 1), {});
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(state.WorkerId(choice->node), "n1");
 }
 
 TEST(FgdSearch, TypicalPodsDropMemoryAndRareShapes) {

@@ -9,7 +9,7 @@
 namespace tupa::scheduler {
 
 FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
-                     const std::vector<int64_t>& type_supply) {
+                     const std::vector<int64_t>& type_supply, int max_devices) {
   std::map<std::tuple<int, int, int64_t, int64_t, uint64_t>, double> merged;
   double no_gpu = 0;  // summed weight of the shapes that ask for no GPU
   for (const Shape& s : shapes) {
@@ -47,11 +47,25 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
                      return a.demand.milli < b.demand.milli;
                    });
   for (const Shape& s : shapes_) {
-    shape_cpu_.push_back(s.demand.cpu_milli);
-    shape_memory_.push_back(s.demand.memory);
+    const Demand& d = s.demand;
+    cpu_thresholds_[0].push_back(d.cpu_milli);
+    memory_thresholds_[0].push_back(d.memory);
+    // The most copies of the shape one node's devices can hold.
+    const int copies = std::max(
+        1, d.milli >= kMilliPerGpu ? max_devices / d.count
+                                   : max_devices * (kMilliPerGpu / d.milli));
+    for (int k = 1; k <= copies; ++k) {
+      if (k == 1 || d.cpu_milli > 0) {
+        cpu_thresholds_[1].push_back(k * d.cpu_milli);
+      }
+      if (k == 1 || d.memory > 0) memory_thresholds_[1].push_back(k * d.memory);
+    }
   }
-  std::sort(shape_cpu_.begin(), shape_cpu_.end());
-  std::sort(shape_memory_.begin(), shape_memory_.end());
+  for (auto* thresholds : {cpu_thresholds_, memory_thresholds_}) {
+    for (int c = 0; c < 2; ++c) {
+      std::sort(thresholds[c].begin(), thresholds[c].end());
+    }
+  }
   const int types = std::min<int>(type_supply.size(), 64);
   int64_t supply_total = 0;
   for (int t = 0; t < types; ++t) supply_total += type_supply[t];
@@ -77,7 +91,8 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
 }
 
 double FragModel::Frag(const int* sorted_free, int n, int type_id,
-                       int64_t cpu_free, int64_t memory_free) const {
+                       int64_t cpu_free, int64_t memory_free,
+                       bool count_copies) const {
   int64_t total = 0;
   for (int i = 0; i < n; ++i) total += sorted_free[i];
   if (total == 0) return 0;
@@ -95,7 +110,26 @@ double FragModel::Frag(const int* sorted_free, int n, int type_id,
     }
     const bool fits = n - split >= d.count && cpu_free >= d.cpu_milli &&
                       memory_free >= d.memory;
-    frag += s.weight * static_cast<double>(fits ? below : total);
+    if (!fits) {
+      frag += s.weight * static_cast<double>(total);
+      continue;
+    }
+    double unfed = 0;  // usable free GPU that CPU and memory cannot feed
+    if (count_copies) {
+      int64_t gpu_copies = 0;  // >= 1: the shape fits
+      if (d.milli >= kMilliPerGpu) {
+        gpu_copies = (n - split) / d.count;
+      } else {
+        for (int i = split; i < n; ++i) gpu_copies += sorted_free[i] / d.milli;
+      }
+      int64_t fed = gpu_copies;
+      if (d.cpu_milli > 0) fed = std::min(fed, cpu_free / d.cpu_milli);
+      if (d.memory > 0) fed = std::min(fed, memory_free / d.memory);
+      unfed = static_cast<double>(total - below) *
+              static_cast<double>(gpu_copies - fed) /
+              static_cast<double>(gpu_copies);
+    }
+    frag += s.weight * (static_cast<double>(below) + unfed);
   }
   return frag + (no_gpu_weight_ + reject_weight_[type_id]) *
                     static_cast<double>(total);
@@ -107,27 +141,27 @@ double FragScore(double delta) {
                      (1 + std::exp(delta / static_cast<double>(kMilliPerGpu))));
 }
 
-int FragModel::CpuBracket(int64_t cpu_free) const {
-  return static_cast<int>(
-      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free) -
-      shape_cpu_.begin());
+int FragModel::CpuBracket(int64_t cpu_free, bool count_copies) const {
+  const std::vector<int64_t>& t = cpu_thresholds_[count_copies];
+  return static_cast<int>(std::upper_bound(t.begin(), t.end(), cpu_free) -
+                          t.begin());
 }
 
-int64_t FragModel::NextCpuBoundary(int64_t cpu_free, int64_t taken) const {
+int64_t FragModel::NextCpuBoundary(int64_t cpu_free, int64_t taken,
+                                   bool count_copies) const {
+  const std::vector<int64_t>& t = cpu_thresholds_[count_copies];
   int64_t next = INT64_MAX;
-  auto before =
-      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free);
-  if (before != shape_cpu_.end()) next = *before;
-  auto after =
-      std::upper_bound(shape_cpu_.begin(), shape_cpu_.end(), cpu_free - taken);
-  if (after != shape_cpu_.end()) next = std::min(next, *after + taken);
+  auto before = std::upper_bound(t.begin(), t.end(), cpu_free);
+  if (before != t.end()) next = *before;
+  auto after = std::upper_bound(t.begin(), t.end(), cpu_free - taken);
+  if (after != t.end()) next = std::min(next, *after + taken);
   return next;
 }
 
-int FragModel::MemoryBracket(int64_t memory_free) const {
-  return static_cast<int>(std::upper_bound(shape_memory_.begin(),
-                                           shape_memory_.end(), memory_free) -
-                          shape_memory_.begin());
+int FragModel::MemoryBracket(int64_t memory_free, bool count_copies) const {
+  const std::vector<int64_t>& t = memory_thresholds_[count_copies];
+  return static_cast<int>(std::upper_bound(t.begin(), t.end(), memory_free) -
+                          t.begin());
 }
 
 std::vector<FragModel::Shape> FgdTypicalShapes(

@@ -12,7 +12,20 @@
 // The kTupa policy places a job where this expectation grows least, on
 // FGD's integer 0..100 scale (FragScore below), scoring every node
 // (cluster_state_members.cc); ties go to the least free GPU for a share or
-// a job without GPUs, to the best fit for whole GPUs.
+// a job without GPUs (then the least CPU left), to the best fit for whole
+// GPUs.
+//
+// Counting copies (tupa's change to FGD, for jobs without GPUs). FGD asks
+// whether ONE pod of a shape still fits: a node with 8 free GPUs and CPU
+// for one more pod scores as if all 8 were usable. A job without GPUs
+// changes only the node's CPU and memory, so for it that blind spot is
+// the whole decision: on a list with many CPU-only pods (openb cpu250)
+// they ate the CPU of nodes whose GPUs then stood idle. With copies
+// counted, a shape that fits uses only the share of its devices that the
+// node's free CPU and memory can feed copies of (floor(cpu_free / cpu) of
+// them); the rest counts as fragment. Scoring GPU jobs this way too
+// packed multi-GPU and share-heavy lists worse (docs/benchmarks.md), so
+// it is used for jobs without GPUs only.
 //
 // Type pressure (tupa's change to FGD). In FGD the shapes that do not
 // accept a pool's GPU type count all its free capacity as fragment, with
@@ -49,31 +62,38 @@ class FragModel {
   // shapes that ask for no GPU become one weight. Weights are normalised
   // to sum 1 over both.
   // `type_supply[t]`: total GPU capacity (any unit) of type id t; empty
-  // keeps FGD's plain type term.
+  // keeps FGD's plain type term. `max_devices`: the most devices of one
+  // node; it bounds the copies of a shape that Frag(..., true) counts.
   FragModel(std::vector<Shape> shapes, int max_shapes,
-            const std::vector<int64_t>& type_supply = {});
+            const std::vector<int64_t>& type_supply = {}, int max_devices = 8);
 
   bool empty() const { return shapes_.empty(); }
 
   // `sorted_free`: free milli-GPU of each device, ascending.
+  // `count_copies`: a shape uses only as many devices as the free CPU and
+  // memory feed copies of it (see above); false is FGD's measure.
   double Frag(const int* sorted_free, int n, int type_id, int64_t cpu_free,
-              int64_t memory_free) const;
+              int64_t memory_free, bool count_copies = false) const;
 
-  // How many GPU shapes ask for at most `cpu_free` milli-CPU. Two nodes of
-  // the same GPU state whose free CPU (before and after a placement) falls
-  // in the same bracket get the same Frag() when the shapes ask for no
-  // memory (FgdTypicalShapes).
-  int CpuBracket(int64_t cpu_free) const;
+  // A bracket of free CPU: the number of thresholds at or below `cpu_free`
+  // (a shape's CPU, and with `count_copies` every multiple of it up to the
+  // copies a node can hold). Two nodes of the same GPU state whose free CPU
+  // and memory (before and after a placement) fall in the same brackets
+  // get the same Frag() with the same `count_copies`.
+  int CpuBracket(int64_t cpu_free, bool count_copies = false) const;
   // The least free CPU above `cpu_free` at which CpuBracket(free CPU) or
   // CpuBracket(free CPU - `taken`) changes; INT64_MAX when neither does.
-  int64_t NextCpuBoundary(int64_t cpu_free, int64_t taken) const;
+  int64_t NextCpuBoundary(int64_t cpu_free, int64_t taken,
+                          bool count_copies = false) const;
   // The same for memory (0 for every node when no shape asks for memory).
-  int MemoryBracket(int64_t memory_free) const;
+  int MemoryBracket(int64_t memory_free, bool count_copies = false) const;
 
  private:
-  std::vector<Shape> shapes_;          // sorted by demand.milli ascending
-  std::vector<int64_t> shape_cpu_;     // the shapes' cpu_milli, ascending
-  std::vector<int64_t> shape_memory_;  // the shapes' memory, ascending
+  std::vector<Shape> shapes_;  // sorted by demand.milli ascending
+  // Bracket thresholds, ascending: [0] the shapes' cpu_milli / memory,
+  // [1] with their multiples (count_copies).
+  std::vector<int64_t> cpu_thresholds_[2];
+  std::vector<int64_t> memory_thresholds_[2];
   // Per type id: the weight with which a pool's whole free capacity counts
   // as fragment for the shapes that reject its type.
   std::vector<double> reject_weight_;

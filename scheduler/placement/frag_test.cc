@@ -1,5 +1,6 @@
 #include "scheduler/placement/frag.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,42 @@ TEST(TypePressure, FlexibleJobLeavesTheScarceTypeAlone) {
   auto plan = PlaceJobs(nodes, {flexible}, {}, o);
   ASSERT_EQ(plan.placed.size(), 1u);
   EXPECT_EQ(plan.placed[0].nodes[0].worker_id.substr(0, 1), "b");
+}
+
+TEST(FragModel, CountingCopiesLeavesUnfedDevicesAsFragment) {
+  // 1-GPU shapes of 10 cores on a node with 4 free GPUs and 25 cores: FGD
+  // sees one copy fit and counts nothing; counting copies, the CPU feeds 2
+  // of the 4 (floor(25 / 10)), so half the free GPU is fragment.
+  FragModel::Shape s = Shape(1000, 1, kAnyType, 1);
+  s.demand.cpu_milli = 10000;
+  FragModel m({s}, 0, {}, 4);
+  const int free[] = {1000, 1000, 1000, 1000};
+  EXPECT_DOUBLE_EQ(m.Frag(free, 4, 0, 25000, 0), 0);
+  EXPECT_DOUBLE_EQ(m.Frag(free, 4, 0, 25000, 0, true), 2000);
+  // Enough CPU for every copy, or for none: the same as FGD.
+  EXPECT_DOUBLE_EQ(m.Frag(free, 4, 0, 40000, 0, true), 0);
+  EXPECT_DOUBLE_EQ(m.Frag(free, 4, 0, 9000, 0, true), 4000);
+  // Shares count copies per device: 0.5 of a GPU fits twice on each.
+  FragModel::Shape half = Shape(500, 1, kAnyType, 1);
+  half.demand.memory = 10;
+  FragModel shares({half}, 0, {}, 4);
+  const int two[] = {1000, 1000};
+  EXPECT_DOUBLE_EQ(shares.Frag(two, 2, 0, 0, 30, true), 2000.0 * 1 / 4);
+}
+
+TEST(FragModel, CopyBracketsSeeEveryMultipleOfAShapesCpu) {
+  // Without copies 15 and 25 cores are one bracket (one threshold, 10);
+  // counting copies they differ (20 lies between), and the next boundary
+  // above 15 is 20.
+  FragModel::Shape s = Shape(1000, 1, kAnyType, 1);
+  s.demand.cpu_milli = 10000;
+  FragModel m({s}, 0, {}, 4);
+  EXPECT_EQ(m.CpuBracket(15000), m.CpuBracket(25000));
+  EXPECT_NE(m.CpuBracket(15000, true), m.CpuBracket(25000, true));
+  EXPECT_EQ(m.NextCpuBoundary(15000, 0, true), 20000);
+  EXPECT_EQ(m.NextCpuBoundary(15000, 0), INT64_MAX);
+  // No more copies than 4 devices hold: 40 and 90 cores are one bracket.
+  EXPECT_EQ(m.CpuBracket(40000, true), m.CpuBracket(90000, true));
 }
 
 TEST(TypePressure, PlainFgdWouldTakeTheScarceType) {
