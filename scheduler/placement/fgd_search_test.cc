@@ -87,32 +87,33 @@ TEST(FgdSearch, ABetterScoreBeatsNodeOrder) {
   EXPECT_EQ(choice->device_indexes, std::vector<int>{0});
 }
 
+// Where kTupa puts a 30-core job without GPUs against a mix of 1-GPU,
+// 10-core jobs ("" when it fits nowhere).
+std::string TupaNodeForA30CoreJob(const std::vector<NodeView>& nodes) {
+  ClusterState state(nodes, Policy::kTupa);
+  state.SetRequestMix({{1, 10, 0, {}, 1}}, 128);
+  auto choice = state.FindNode(*state.MakeDemand(0, 30, 0, {}, 1), {});
+  return choice.has_value() ? state.WorkerId(choice->node) : "";
+}
+
 TEST(TupaSearch, AJobWithoutGpusTakesCpuThatNoFreeGpuNeeds) {
   // A 1-GPU, 10-core mix. n0 has 2 free GPUs and 40 cores, n1 4 free GPUs
   // and 100 cores. A 30-core job without GPUs leaves every GPU shape able
   // to run once on either, so FGD's measure ties them and the least free
   // GPU would pick n0, leaving 10 cores for 2 free GPUs (one stranded).
   // Counting copies, n1 keeps 70 cores for its 4 GPUs: n1.
-  std::vector<NodeView> nodes = {Node("n0", {1, 1}, 40),
-                                 Node("n1", {1, 1, 1, 1}, 100)};
-  ClusterState state(nodes, Policy::kTupa);
-  state.SetRequestMix({{1, 10, 0, {}, 1}}, 128);
-  auto choice = state.FindNode(*state.MakeDemand(0, 30, 0, {}, 1), {});
-  ASSERT_TRUE(choice.has_value());
-  EXPECT_EQ(state.WorkerId(choice->node), "n1");
+  EXPECT_EQ(TupaNodeForA30CoreJob(
+                {Node("n0", {1, 1}, 40), Node("n1", {1, 1, 1, 1}, 100)}),
+            "n1");
 }
 
 TEST(TupaSearch, TiedJobsWithoutGpusPackCpuTight) {
   // Both nodes have every GPU in use (two classes: 2 and 3 devices); the
   // job fits either and changes no fragment. The least CPU left wins (n1),
   // not the node order.
-  std::vector<NodeView> nodes = {Node("n0", {0, 0}, 64),
-                                 Node("n1", {0, 0, 0}, 40)};
-  ClusterState state(nodes, Policy::kTupa);
-  state.SetRequestMix({{1, 10, 0, {}, 1}}, 128);
-  auto choice = state.FindNode(*state.MakeDemand(0, 30, 0, {}, 1), {});
-  ASSERT_TRUE(choice.has_value());
-  EXPECT_EQ(state.WorkerId(choice->node), "n1");
+  EXPECT_EQ(TupaNodeForA30CoreJob(
+                {Node("n0", {0, 0}, 64), Node("n1", {0, 0, 0}, 40)}),
+            "n1");
 }
 
 TEST(FgdSearch, TypicalPodsDropMemoryAndRareShapes) {
