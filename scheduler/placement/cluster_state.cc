@@ -151,8 +151,17 @@ void ClusterState::SetRequestMix(const std::vector<RequestShape>& mix,
     frag_ = FragModel(FgdTypicalShapes(shapes, kFgdTypicalCoverage), 0, {});
     return;
   }
+  int64_t max_cpu_free = 0, max_memory_free = 0;
+  for (const Node& node : nodes_) {
+    if (!node.schedulable) continue;
+    // Totals bound what a release can give back later in the pass.
+    max_cpu_free = std::max({max_cpu_free, node.cpu_free, node.cpu_total});
+    max_memory_free =
+        std::max({max_memory_free, node.mem_free, node.mem_total});
+  }
   frag_ = FragModel(std::move(shapes), max_shapes, supply,
-                    static_cast<int>(gpu_norm_ / kMilliPerGpu));
+                    static_cast<int>(gpu_norm_ / kMilliPerGpu), max_cpu_free,
+                    max_memory_free);
 }
 
 double ClusterState::NextTieDraw() const {

@@ -9,7 +9,8 @@
 namespace tupa::scheduler {
 
 FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
-                     const std::vector<int64_t>& type_supply, int max_devices) {
+                     const std::vector<int64_t>& type_supply, int max_devices,
+                     int64_t max_cpu_free, int64_t max_memory_free) {
   std::map<std::tuple<int, int, int64_t, int64_t, uint64_t>, double> merged;
   double no_gpu = 0;  // summed weight of the shapes that ask for no GPU
   for (const Shape& s : shapes) {
@@ -54,11 +55,14 @@ FragModel::FragModel(std::vector<Shape> shapes, int max_shapes,
     const int copies = std::max(
         1, d.milli >= kMilliPerGpu ? max_devices / d.count
                                    : max_devices * (kMilliPerGpu / d.milli));
-    for (int k = 1; k <= copies; ++k) {
-      if (k == 1 || d.cpu_milli > 0) {
-        cpu_thresholds_[1].push_back(k * d.cpu_milli);
-      }
-      if (k == 1 || d.memory > 0) memory_thresholds_[1].push_back(k * d.memory);
+    cpu_thresholds_[1].push_back(d.cpu_milli);
+    memory_thresholds_[1].push_back(d.memory);
+    for (int k = 2; k <= copies; ++k) {
+      const bool cpu = d.cpu_milli > 0 && k * d.cpu_milli <= max_cpu_free;
+      const bool memory = d.memory > 0 && k * d.memory <= max_memory_free;
+      if (!cpu && !memory) break;  // both only grow with k
+      if (cpu) cpu_thresholds_[1].push_back(k * d.cpu_milli);
+      if (memory) memory_thresholds_[1].push_back(k * d.memory);
     }
   }
   for (auto* thresholds : {cpu_thresholds_, memory_thresholds_}) {

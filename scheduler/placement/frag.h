@@ -43,6 +43,7 @@
 #ifndef TUPA_SCHEDULER_PLACEMENT_FRAG_H_
 #define TUPA_SCHEDULER_PLACEMENT_FRAG_H_
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -64,8 +65,13 @@ class FragModel {
   // `type_supply[t]`: total GPU capacity (any unit) of type id t; empty
   // keeps FGD's plain type term. `max_devices`: the most devices of one
   // node; it bounds the copies of a shape that Frag(..., true) counts.
+  // `max_cpu_free` / `max_memory_free`: the most free CPU (milli) / memory
+  // any node can have; multiples above them never change a bracket, so
+  // they are not kept (this bounds the thresholds of tiny shares).
   FragModel(std::vector<Shape> shapes, int max_shapes,
-            const std::vector<int64_t>& type_supply = {}, int max_devices = 8);
+            const std::vector<int64_t>& type_supply = {}, int max_devices = 8,
+            int64_t max_cpu_free = INT64_MAX,
+            int64_t max_memory_free = INT64_MAX);
 
   bool empty() const { return shapes_.empty(); }
 

@@ -1,5 +1,6 @@
 #include "scheduler/placement/frag.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -161,6 +162,34 @@ TEST(FragModel, CopyBracketsSeeEveryMultipleOfAShapesCpu) {
   EXPECT_EQ(m.NextCpuBoundary(15000, 0), INT64_MAX);
   // No more copies than 4 devices hold: 40 and 90 cores are one bracket.
   EXPECT_EQ(m.CpuBracket(40000, true), m.CpuBracket(90000, true));
+}
+
+TEST(FragModel, CopyBracketsAboveTheLargestNodeChangeNothing) {
+  // A share of 0.01 GPU with half a core: 8 devices hold 800 copies, but
+  // no node has more than 32 cores / 64 GiB free, so the multiples above
+  // are dropped. Every bracket, boundary up to the cap and Frag() agree.
+  FragModel::Shape s = Shape(10, 1, kAnyType, 1);
+  s.demand.cpu_milli = 500;
+  s.demand.memory = int64_t{1} << 30;
+  const int64_t max_cpu = 32000, max_memory = int64_t{64} << 30;
+  FragModel all({s}, 0, {}, 8);
+  FragModel capped({s}, 0, {}, 8, max_cpu, max_memory);
+  const int free[] = {0, 400, 1000, 1000};
+  for (int64_t cpu = 0; cpu <= max_cpu; cpu += 250) {
+    EXPECT_EQ(all.CpuBracket(cpu, true), capped.CpuBracket(cpu, true)) << cpu;
+    EXPECT_EQ(std::min(all.NextCpuBoundary(cpu, 500, true), max_cpu + 1),
+              std::min(capped.NextCpuBoundary(cpu, 500, true), max_cpu + 1))
+        << cpu;
+    const int64_t memory = (cpu * max_memory) / max_cpu;
+    EXPECT_EQ(all.MemoryBracket(memory, true),
+              capped.MemoryBracket(memory, true))
+        << memory;
+    EXPECT_DOUBLE_EQ(all.Frag(free, 4, 0, cpu, memory, true),
+                     capped.Frag(free, 4, 0, cpu, memory, true))
+        << cpu;
+  }
+  // Above the largest node nothing changes any more.
+  EXPECT_EQ(capped.NextCpuBoundary(max_cpu, 0, true), INT64_MAX);
 }
 
 TEST(TypePressure, PlainFgdWouldTakeTheScarceType) {
