@@ -1,6 +1,7 @@
 #include "scheduler/placement/placement.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -122,6 +123,104 @@ bool WaitForBoot(const ClusterState& state, const Demand& demand,
   return true;
 }
 
+// Whether the long single-node `job`, placed by `attempt`, should rather
+// wait for a live node that frees up within the boot time (a job on it
+// ends) and costs less to keep up for the job's run than the node it got:
+// at most `kCheaperShare` of it. `releases` holds the running jobs' ends,
+// ascending. Fills `info` (kWaitsForRelease, the expected start). The same
+// bounds as WaitForBoot: only with a boot time, and not past twice it.
+constexpr double kCheaperShare = 0.8;
+
+bool WaitForRelease(const ClusterState& state, const Demand& demand,
+                    const JobRequest& job, const GangAttempt& attempt,
+                    const std::vector<Release>& releases,
+                    const PlacementOptions& options, PendingInfo* info) {
+  const int64_t boot_ms = options.boot_time_s * 1000;
+  if (boot_ms <= 0 || demand.run_until_ms <= 0 || attempt.choices.size() != 1 ||
+      options.now_ms - job.submitted_at_ms >= 2 * boot_ms) {
+    return false;
+  }
+  const double now_cost = state.KeepUpCost(
+      attempt.choices[0].node, demand.run_from_ms, demand.run_until_ms);
+  std::vector<char> cheaper(state.num_nodes(), 0);
+  bool any = false;
+  for (int n = 0; n < state.num_nodes(); ++n) {
+    cheaper[n] = state.KeepUpCost(n, demand.run_from_ms, demand.run_until_ms) <
+                 kCheaperShare * now_cost;
+    any |= cheaper[n] != 0;
+  }
+  if (!any) return false;
+  std::vector<Release> soon;
+  for (const Release& r : releases) {
+    if (r.end_ms <= options.now_ms + boot_ms) soon.push_back(r);
+  }
+  if (soon.empty()) return false;
+  std::sort(soon.begin(), soon.end(), [](const Release& a, const Release& b) {
+    return a.end_ms < b.end_ms;
+  });
+  SearchFilter filter;
+  if (!job.labels.empty()) filter.labels = &job.labels;
+  filter.only = &cheaper;
+  const Reservation r = Reserve(state, soon, demand, filter);
+  if (!r.active || r.start_ms <= 0) return false;
+  info->reason = PendingReason::kWaitsForRelease;
+  info->estimated_start_ms = r.start_ms;
+  return true;
+}
+
+// The long-jobs-first phase of a pass (PlaceJobs): the single-node long
+// jobs of the top priority, oldest first, each placed where it fits now
+// (by keep-up cost, ClusterState::CostKey) unless it would take a node in
+// `avoid` (reserved by the plain pass for a waiting job) or should wait
+// for a boot. Marks each one placed in `placed_first`.
+void PlaceLongJobsFirst(ClusterState* state,
+                        const std::vector<JobRequest>& pending,
+                        const PlacementOptions& options,
+                        const std::vector<char>& avoid, PlacementPlan* plan,
+                        std::vector<Release>* releases,
+                        std::vector<char>* placed_first) {
+  int top = INT_MIN;
+  for (const JobRequest& j : pending) top = std::max(top, j.priority);
+  std::vector<int> longs;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const JobRequest& j = pending[i];
+    if (j.priority == top && j.nodes == 1 &&
+        j.max_runtime_s >= options.long_job_runtime_s) {
+      longs.push_back(static_cast<int>(i));
+    }
+  }
+  std::sort(longs.begin(), longs.end(), [&](int a, int b) {
+    return std::make_pair(pending[a].submitted_at_ms, pending[a].job_id) <
+           std::make_pair(pending[b].submitted_at_ms, pending[b].job_id);
+  });
+  for (int idx : longs) {
+    const JobRequest& job = pending[idx];
+    auto demand = state->MakeDemand(job.gpus, job.cpu, job.memory,
+                                    job.gpu_types, job.nodes);
+    if (!demand.has_value()) continue;
+    demand->run_from_ms = options.now_ms;
+    demand->run_until_ms = options.now_ms + job.max_runtime_s * 1000;
+    SearchFilter filter;
+    if (!job.labels.empty()) filter.labels = &job.labels;
+    if (!avoid.empty()) filter.blocked = &avoid;
+    GangAttempt attempt = PlaceGang(state, *demand, filter);
+    if (!attempt.placed) continue;
+    PendingInfo unused;
+    if (WaitForBoot(*state, *demand, job, attempt, options, &unused) ||
+        WaitForRelease(*state, *demand, job, attempt, *releases, options,
+                       &unused)) {
+      UndoGang(state, attempt);
+      continue;
+    }
+    plan->placed.push_back(ToPlacement(*state, job.job_id, attempt));
+    releases->push_back(ReleaseOf(job, plan->placed.back(), options.now_ms));
+    for (const NodeChoice& c : attempt.choices) {
+      state->HoldUntil(c.node, releases->back().end_ms);
+    }
+    (*placed_first)[idx] = 1;
+  }
+}
+
 }  // namespace
 
 const char* PendingReasonName(PendingReason reason) {
@@ -140,6 +239,8 @@ const char* PendingReasonName(PendingReason reason) {
       return "NEVER_FITS";
     case PendingReason::kWaitsForBoot:
       return "WAITS_FOR_BOOT";
+    case PendingReason::kWaitsForRelease:
+      return "WAITS_FOR_RELEASE";
   }
   return "UNKNOWN";
 }
@@ -153,10 +254,14 @@ PendingReason CheckEverFits(const std::vector<NodeView>& nodes,
   return state.EverFits(*demand, job.labels);
 }
 
-PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
+namespace {
+
+PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
                         const std::vector<JobRequest>& pending,
                         const std::vector<RunningJob>& running,
-                        const PlacementOptions& options) {
+                        const PlacementOptions& options,
+                        const std::vector<char>* long_first_avoid,
+                        std::vector<char>* reserved_out) {
   PlacementPlan plan;
   ClusterState state(nodes, options.policy);
   if (UsesRequestMix(options.policy)) {
@@ -187,8 +292,17 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
   std::vector<int> waiting;  // unplaced, in queue order
   std::vector<std::optional<Demand>> demands(pending.size());
 
+  std::vector<char> placed_first(pending.size(), 0);
+  if (long_first_avoid != nullptr) {
+    PlaceLongJobsFirst(&state, pending, options, *long_first_avoid, &plan,
+                       &releases, &placed_first);
+  }
   for (int idx = order.Next(); idx >= 0; idx = order.Next()) {
     const JobRequest& job = pending[idx];
+    if (placed_first[idx]) {
+      order.OnPlaced(idx);
+      continue;
+    }
     PendingInfo info;
     info.jobs_ahead = static_cast<int>(waiting.size());
     demands[idx] = state.MakeDemand(job.gpus, job.cpu, job.memory,
@@ -240,7 +354,9 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
       }
       if (!attempt.placed) attempt = PlaceGang(&state, *demand, filter);
       if (attempt.placed &&
-          WaitForBoot(state, *demand, job, attempt, options, &info)) {
+          (WaitForBoot(state, *demand, job, attempt, options, &info) ||
+           WaitForRelease(state, *demand, job, attempt, releases, options,
+                          &info))) {
         UndoGang(&state, attempt);
         plan.pending[job.job_id] = info;
         continue;
@@ -320,7 +436,40 @@ PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
           std::max(info.estimated_start_ms, reservation.start_ms);
     }
   }
+  if (reserved_out != nullptr) *reserved_out = std::move(blocked);
   return plan;
+}
+
+// Whether the long-jobs-first phase could change the pass: kTupa, and a
+// single-node long job at the top priority with another job pending beside
+// it (alone, it is first anyway).
+bool LongJobsFirstMayHelp(const std::vector<JobRequest>& pending,
+                          const PlacementOptions& options) {
+  if (options.policy != PlacementOptions::Policy::kTupa ||
+      options.long_job_runtime_s <= 0 || pending.size() < 2) {
+    return false;
+  }
+  int top = INT_MIN;
+  for (const JobRequest& j : pending) top = std::max(top, j.priority);
+  return std::any_of(pending.begin(), pending.end(), [&](const JobRequest& j) {
+    return j.priority == top && j.nodes == 1 &&
+           j.max_runtime_s >= options.long_job_runtime_s;
+  });
+}
+
+}  // namespace
+
+PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
+                        const std::vector<JobRequest>& pending,
+                        const std::vector<RunningJob>& running,
+                        const PlacementOptions& options) {
+  std::vector<char> reserved;
+  PlacementPlan plain =
+      PlacePass(nodes, pending, running, options, nullptr, &reserved);
+  if (!LongJobsFirstMayHelp(pending, options)) return plain;
+  // Again with the long jobs first, kept off the nodes the plain pass
+  // reserved for the job at the head of the queue.
+  return PlacePass(nodes, pending, running, options, &reserved, nullptr);
 }
 
 }  // namespace tupa::scheduler

@@ -81,13 +81,15 @@ struct JobPlacement {
 
 enum class PendingReason {
   kNone,
-  kNoFitNow,        // fits the cluster, not the free resources now
-  kGangIncomplete,  // some but not all nodes of a gang could be found
-  kBehindPriority,  // resources held for a higher-priority job
-  kNoSuchGpuType,   // no node has (or could ever have) the type/size
-  kNeverFits,       // larger than any node / the cluster
-  kWaitsForBoot,    // a long job waits for a stopped node far cheaper to
-                    // keep up than any free now (PendingInfo::boot_node)
+  kNoFitNow,         // fits the cluster, not the free resources now
+  kGangIncomplete,   // some but not all nodes of a gang could be found
+  kBehindPriority,   // resources held for a higher-priority job
+  kNoSuchGpuType,    // no node has (or could ever have) the type/size
+  kNeverFits,        // larger than any node / the cluster
+  kWaitsForBoot,     // a long job waits for a stopped node far cheaper to
+                     // keep up than any free now (PendingInfo::boot_node)
+  kWaitsForRelease,  // a long job waits for a live node cheaper to keep up
+                     // that a job ending within the boot time frees
 };
 
 const char* PendingReasonName(PendingReason reason);
@@ -132,13 +134,19 @@ struct PlacementOptions {
   // fits, else onto the node cheapest to keep up; fragmentation decides
   // among equals. A long job decides for its whole run which node stays
   // up, and what it costs. Shorter jobs: fragmentation first, price breaks
-  // ties. 0 turns it off.
+  // ties. Within a pass, the long jobs of the top priority choose their
+  // nodes first (oldest first), before older jobs of that priority: they
+  // may start ahead of them and take what one of those would have had in
+  // this pass, but never a node reserved for the job at the head of the
+  // queue. 0 turns all of this off.
   int64_t long_job_runtime_s = 86400;
   // > 0: stopped nodes marked bootable come up this long after a scale-up
   // asks. A single-node long job that fits now waits for one instead when
   // keeping it up (booting included) costs less than keeping up the node
   // it would take now; it asks for that boot at once, and waits at most
-  // until it has been pending twice this long. 0: never waits.
+  // until it has been pending twice this long. Likewise it waits for a
+  // live node that costs at most 0.8x as much to keep up when a running
+  // job's end frees it within this time (kWaitsForRelease). 0: never waits.
   int64_t boot_time_s = 0;
 };
 
@@ -157,7 +165,10 @@ struct PlacementPlan {
 // GPUs first, then age, then job_id), places each job on the free
 // resources of `nodes` (which it treats as a scratch copy), reserving for
 // the first job that cannot start and backfilling only jobs that end before
-// that reservation. Returns the jobs to start and why the others wait.
+// that reservation. Long jobs of the top priority go first (see
+// PlacementOptions::long_job_runtime_s; that costs a second pass when one
+// is pending beside others). Returns the jobs to start and why the others
+// wait.
 PlacementPlan PlaceJobs(std::vector<NodeView> nodes,
                         const std::vector<JobRequest>& pending,
                         const std::vector<RunningJob>& running,

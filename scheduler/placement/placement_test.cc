@@ -378,6 +378,116 @@ TEST(LongJob, WaitsForABootWhenAStoppedNodeCostsLessToKeepUp) {
             (std::vector<int64_t>{1}));
 }
 
+// A long job that fits a dear live node waits for a cheap live one that a
+// job ending within the boot time frees; not when that end is further
+// off, without boots, or once it has waited twice the boot time.
+TEST(LongJob, WaitsForACheapNodeThatFreesWithinTheBootTime) {
+  NodeView dear = Node("dear", 8, "V100");
+  NodeView cheap = Busy(Node("cheap", 2, "T4"), 2);
+  dear.price_per_gpu_hour = 2.48;   // 19.84 an hour for the node
+  cheap.price_per_gpu_hour = 0.62;  // 1.24
+  PlacementOptions o = Opts(Policy::kTupa);
+  o.boot_time_s = 180;
+  RunningJob brief;
+  brief.job_id = 10;
+  brief.worker_ids = {"cheap"};
+  brief.gpus = 2;
+  brief.cpu = 1;
+  brief.memory = kGiB;
+  brief.device_indexes = {0, 1};
+  brief.expected_end_ms = o.now_ms + 60'000;
+  JobRequest long_job = Job(1, 1);
+  long_job.max_runtime_s = 5 * 86400;
+  long_job.submitted_at_ms = o.now_ms - 1000;
+  auto plan = PlaceJobs({dear, cheap}, {long_job}, {brief}, o);
+  EXPECT_TRUE(plan.placed.empty());
+  const PendingInfo& info = plan.pending.at(1);
+  EXPECT_EQ(info.reason, PendingReason::kWaitsForRelease);
+  EXPECT_EQ(info.estimated_start_ms, o.now_ms + 60'000);
+  EXPECT_STREQ(PendingReasonName(info.reason), "WAITS_FOR_RELEASE");
+  // A short job does not wait.
+  JobRequest brief_job = Job(2, 1);
+  brief_job.max_runtime_s = 600;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, cheap}, {brief_job}, {brief}, o)),
+            (std::vector<int64_t>{2}));
+  // Freed only after the boot time: it starts now.
+  RunningJob later = brief;
+  later.expected_end_ms = o.now_ms + 600'000;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, cheap}, {long_job}, {later}, o)),
+            (std::vector<int64_t>{1}));
+  // Waited twice the boot time already: it starts now.
+  JobRequest late = long_job;
+  late.submitted_at_ms = o.now_ms - 360'000;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, cheap}, {late}, {brief}, o)),
+            (std::vector<int64_t>{1}));
+  // No boots (no idle policy): every node stays up anyway; it starts now.
+  o.boot_time_s = 0;
+  EXPECT_EQ(PlacedIds(PlaceJobs({dear, cheap}, {long_job}, {brief}, o)),
+            (std::vector<int64_t>{1}));
+}
+
+// In one pass, a long job chooses its node before older jobs of its
+// priority: the 2-GPU job, first in the queue, would take the cheap 2-GPU
+// node and leave the long job the 8-GPU one to keep up for days.
+TEST(LongJob, ChoosesItsNodeBeforeOlderJobsOfItsPriority) {
+  NodeView small = Node("small", 2, "T4");
+  NodeView big = Node("big", 8, "G2");
+  small.price_per_gpu_hour = 0.62;  // 1.24 an hour for the node
+  big.price_per_gpu_hour = 0.90;    // 7.20
+  JobRequest pair = Job(1, 2), long_job = Job(2, 1);
+  pair.max_runtime_s = 600;
+  long_job.max_runtime_s = 5 * 86400;
+  PlacementOptions o = Opts(Policy::kTupa);
+  auto plan = PlaceJobs({small, big}, {pair, long_job}, {}, o);
+  ASSERT_EQ(plan.placed.size(), 2u);
+  EXPECT_EQ(Find(plan, 2)->nodes[0].worker_id, "small");
+  EXPECT_EQ(Find(plan, 1)->nodes[0].worker_id, "big");
+  // A higher priority still goes first.
+  pair.priority = 10;
+  plan = PlaceJobs({small, big}, {pair, long_job}, {}, o);
+  ASSERT_EQ(plan.placed.size(), 2u);
+  EXPECT_EQ(Find(plan, 1)->nodes[0].worker_id, "small");
+  // Off with long_job_runtime_s 0: queue order.
+  pair.priority = 0;
+  o.long_job_runtime_s = 0;
+  plan = PlaceJobs({small, big}, {pair, long_job}, {}, o);
+  ASSERT_EQ(plan.placed.size(), 2u);
+  EXPECT_EQ(Find(plan, 1)->nodes[0].worker_id, "small");
+}
+
+// Choosing first never takes the node reserved for the job at the head
+// of the queue: the 2-GPU job waits for the cheap node's other GPU (free
+// in an hour), so the long job keeps off it although it costs less.
+TEST(LongJob, ChoosingFirstKeepsOffTheHeadJobsReservation) {
+  PlacementOptions o = Opts(Policy::kTupa);
+  NodeView small = Busy(Node("small", 2, "T4"), 1);
+  NodeView big = Busy(Node("big", 8, "G2"), 7);
+  small.price_per_gpu_hour = 0.62;
+  big.price_per_gpu_hour = 0.90;
+  RunningJob on_small, on_big;
+  on_small.job_id = 10;
+  on_small.worker_ids = {"small"};
+  on_small.gpus = 1;
+  on_small.device_indexes = {0};
+  on_small.expected_end_ms = o.now_ms + 3'600'000;
+  on_big = on_small;
+  on_big.job_id = 11;
+  on_big.worker_ids = {"big"};
+  on_big.gpus = 7;
+  on_big.device_indexes = {0, 1, 2, 3, 4, 5, 6};
+  on_big.expected_end_ms = o.now_ms + 7'200'000;
+  JobRequest pair = Job(1, 2), long_job = Job(2, 1);
+  pair.max_runtime_s = 600;
+  long_job.max_runtime_s = 5 * 86400;
+  auto plan = PlaceJobs({small, big}, {pair, long_job}, {on_small, on_big}, o);
+  ASSERT_EQ(PlacedIds(plan), (std::vector<int64_t>{2}));
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "big");
+  // Alone, nothing is reserved: the cheap node.
+  plan = PlaceJobs({small, big}, {long_job}, {on_small, on_big}, o);
+  ASSERT_EQ(PlacedIds(plan), (std::vector<int64_t>{2}));
+  EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "small");
+}
+
 // Among nodes of equal cost, fragmentation and fit still decide; a type
 // the job does not accept is never taken for its price.
 TEST(LongJob, FitDecidesAmongEqualCostsAndTypesStillBind) {

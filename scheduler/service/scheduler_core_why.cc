@@ -57,6 +57,10 @@ std::string Explain(PendingReason reason, const v1::JobSpec& spec) {
       return "a long job: a stopped worker costs less to keep up for its "
              "whole run than the free one it fits, so it waits for that "
              "worker's pool to boot one";
+    case PendingReason::kWaitsForRelease:
+      return "a long job: a live worker that a job ending soon frees costs "
+             "less to keep up for its whole run than the free one it fits, "
+             "so it waits for that worker";
     case PendingReason::kNone:
       break;
   }
