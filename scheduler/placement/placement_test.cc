@@ -56,6 +56,18 @@ const JobPlacement* Find(const PlacementPlan& plan, int64_t id) {
   return nullptr;
 }
 
+// A job holding the first `gpus` devices of `worker` until `end_ms`.
+RunningJob RunningOn(int64_t id, const std::string& worker, int gpus,
+                     int64_t end_ms) {
+  RunningJob r;
+  r.job_id = id;
+  r.worker_ids = {worker};
+  r.gpus = gpus;
+  for (int d = 0; d < gpus; ++d) r.device_indexes.push_back(d);
+  r.expected_end_ms = end_ms;
+  return r;
+}
+
 std::vector<int64_t> PlacedIds(const PlacementPlan& plan) {
   std::vector<int64_t> ids;
   for (const JobPlacement& p : plan.placed) ids.push_back(p.job_id);
@@ -301,18 +313,8 @@ TEST(LongJob, JoinsANodeThatOtherJobsKeepUpLonger) {
   NodeView snug = Busy(Node("snug", 4, "T4"), 3);
   held.price_per_gpu_hour = 2.48;
   snug.price_per_gpu_hour = 0.62;
-  RunningJob keeps, brief;
-  keeps.job_id = 10;
-  keeps.worker_ids = {"held"};
-  keeps.gpus = 1;
-  keeps.device_indexes = {0};
-  keeps.expected_end_ms = now + int64_t{10} * 86400 * 1000;
-  brief = keeps;
-  brief.job_id = 11;
-  brief.worker_ids = {"snug"};
-  brief.gpus = 3;
-  brief.device_indexes = {0, 1, 2};
-  brief.expected_end_ms = now + 3600 * 1000;
+  RunningJob keeps = RunningOn(10, "held", 1, now + int64_t{10} * 86400 * 1000);
+  const RunningJob brief = RunningOn(11, "snug", 3, now + 3600 * 1000);
   JobRequest long_job = Job(1, 1), short_job = Job(2, 1);
   long_job.max_runtime_s = 3 * 86400;
   short_job.max_runtime_s = 600;
@@ -388,14 +390,7 @@ TEST(LongJob, WaitsForACheapNodeThatFreesWithinTheBootTime) {
   cheap.price_per_gpu_hour = 0.62;  // 1.24
   PlacementOptions o = Opts(Policy::kTupa);
   o.boot_time_s = 180;
-  RunningJob brief;
-  brief.job_id = 10;
-  brief.worker_ids = {"cheap"};
-  brief.gpus = 2;
-  brief.cpu = 1;
-  brief.memory = kGiB;
-  brief.device_indexes = {0, 1};
-  brief.expected_end_ms = o.now_ms + 60'000;
+  RunningJob brief = RunningOn(10, "cheap", 2, o.now_ms + 60'000);
   JobRequest long_job = Job(1, 1);
   long_job.max_runtime_s = 5 * 86400;
   long_job.submitted_at_ms = o.now_ms - 1000;
@@ -464,18 +459,8 @@ TEST(LongJob, ChoosingFirstKeepsOffTheHeadJobsReservation) {
   NodeView big = Busy(Node("big", 8, "G2"), 7);
   small.price_per_gpu_hour = 0.62;
   big.price_per_gpu_hour = 0.90;
-  RunningJob on_small, on_big;
-  on_small.job_id = 10;
-  on_small.worker_ids = {"small"};
-  on_small.gpus = 1;
-  on_small.device_indexes = {0};
-  on_small.expected_end_ms = o.now_ms + 3'600'000;
-  on_big = on_small;
-  on_big.job_id = 11;
-  on_big.worker_ids = {"big"};
-  on_big.gpus = 7;
-  on_big.device_indexes = {0, 1, 2, 3, 4, 5, 6};
-  on_big.expected_end_ms = o.now_ms + 7'200'000;
+  const RunningJob on_small = RunningOn(10, "small", 1, o.now_ms + 3'600'000);
+  const RunningJob on_big = RunningOn(11, "big", 7, o.now_ms + 7'200'000);
   JobRequest pair = Job(1, 2), long_job = Job(2, 1);
   pair.max_runtime_s = 600;
   long_job.max_runtime_s = 5 * 86400;
