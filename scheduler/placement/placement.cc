@@ -172,7 +172,8 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
 // jobs of the top priority, oldest first, each placed where it fits now
 // (by keep-up cost, ClusterState::CostKey) unless it would take a node in
 // `avoid` (reserved by the plain pass for a waiting job) or should wait
-// for a boot. Marks each one placed in `placed_first`.
+// for a boot or a release (the queue loop then says so). Marks each one
+// placed in `placed_first`.
 void PlaceLongJobsFirst(ClusterState* state,
                         const std::vector<JobRequest>& pending,
                         const PlacementOptions& options,
