@@ -99,17 +99,11 @@ JobPlacement ToPlacement(const ClusterState& state, int64_t job_id,
 // Whether the long single-node `job`, placed by `attempt`, should rather
 // wait for a bootable node that costs less to keep up, booting included,
 // than the node it got (its run is [run_from_ms, run_until_ms)). If so,
-// fills `info` (kWaitsForBoot, the node, its start). A job pending for
-// twice the boot time waits no more: a boot that has not come by then
-// (a hook that failed, a region out of capacity) is not coming.
+// fills `info` (kWaitsForBoot, the node, its start).
 bool WaitForBoot(const ClusterState& state, const Demand& demand,
                  const JobRequest& job, const GangAttempt& attempt,
                  const PlacementOptions& options, PendingInfo* info) {
   const int64_t boot_ms = options.boot_time_s * 1000;
-  if (boot_ms <= 0 || demand.run_until_ms <= 0 || attempt.choices.size() != 1 ||
-      options.now_ms - job.submitted_at_ms >= 2 * boot_ms) {
-    return false;
-  }
   auto boot = state.CheapestBootable(demand, job.labels, demand.run_from_ms,
                                      demand.run_until_ms, boot_ms);
   if (!boot.has_value() ||
@@ -126,9 +120,8 @@ bool WaitForBoot(const ClusterState& state, const Demand& demand,
 // Whether the long single-node `job`, placed by `attempt`, should rather
 // wait for a live node that frees up within the boot time (a job on it
 // ends) and costs less to keep up for the job's run than the node it got:
-// at most `kCheaperShare` of it. `releases` holds the running jobs' ends,
-// ascending. Fills `info` (kWaitsForRelease, the expected start). The same
-// bounds as WaitForBoot: only with a boot time, and not past twice it.
+// at most `kCheaperShare` of it. `releases`: the running jobs' ends,
+// in any order. Fills `info` (kWaitsForRelease, the expected start).
 constexpr double kCheaperShare = 0.8;
 
 bool WaitForRelease(const ClusterState& state, const Demand& demand,
@@ -136,10 +129,6 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
                     const std::vector<Release>& releases,
                     const PlacementOptions& options, PendingInfo* info) {
   const int64_t boot_ms = options.boot_time_s * 1000;
-  if (boot_ms <= 0 || demand.run_until_ms <= 0 || attempt.choices.size() != 1 ||
-      options.now_ms - job.submitted_at_ms >= 2 * boot_ms) {
-    return false;
-  }
   const double now_cost = state.KeepUpCost(
       attempt.choices[0].node, demand.run_from_ms, demand.run_until_ms);
   std::vector<char> cheaper(state.num_nodes(), 0);
@@ -168,6 +157,60 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
   return true;
 }
 
+// Whether the long single-node `job`, placed by `attempt`, waits for a
+// cheaper node instead: a boot (WaitForBoot), else a release
+// (WaitForRelease). Only with a boot time; a job pending for twice the
+// boot time waits no more: a boot that has not come by then (a hook that
+// failed, a region out of capacity) is not coming.
+bool WaitForCheaperNode(const ClusterState& state, const Demand& demand,
+                        const JobRequest& job, const GangAttempt& attempt,
+                        const std::vector<Release>& releases,
+                        const PlacementOptions& options, PendingInfo* info) {
+  const int64_t boot_ms = options.boot_time_s * 1000;
+  if (boot_ms <= 0 || demand.run_until_ms <= 0 || attempt.choices.size() != 1 ||
+      options.now_ms - job.submitted_at_ms >= 2 * boot_ms) {
+    return false;
+  }
+  return WaitForBoot(state, demand, job, attempt, options, info) ||
+         WaitForRelease(state, demand, job, attempt, releases, options, info);
+}
+
+// The demand of `job`; a long job's carries its run
+// (PlacementOptions::long_job_runtime_s).
+std::optional<Demand> DemandOf(const ClusterState& state, const JobRequest& job,
+                               const PlacementOptions& options) {
+  auto demand =
+      state.MakeDemand(job.gpus, job.cpu, job.memory, job.gpu_types, job.nodes);
+  if (demand.has_value() && options.long_job_runtime_s > 0 &&
+      job.max_runtime_s >= options.long_job_runtime_s) {
+    demand->run_from_ms = options.now_ms;
+    demand->run_until_ms = options.now_ms + job.max_runtime_s * 1000;
+  }
+  return demand;
+}
+
+// The single-node long jobs of the top priority in `pending`, oldest first
+// (indexes); empty when long jobs are off.
+std::vector<int> LongJobsAtTopPriority(const std::vector<JobRequest>& pending,
+                                       const PlacementOptions& options) {
+  std::vector<int> longs;
+  if (options.long_job_runtime_s <= 0) return longs;
+  int top = INT_MIN;
+  for (const JobRequest& j : pending) top = std::max(top, j.priority);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const JobRequest& j = pending[i];
+    if (j.priority == top && j.nodes == 1 &&
+        j.max_runtime_s >= options.long_job_runtime_s) {
+      longs.push_back(static_cast<int>(i));
+    }
+  }
+  std::sort(longs.begin(), longs.end(), [&](int a, int b) {
+    return std::make_pair(pending[a].submitted_at_ms, pending[a].job_id) <
+           std::make_pair(pending[b].submitted_at_ms, pending[b].job_id);
+  });
+  return longs;
+}
+
 // The long-jobs-first phase of a pass (PlaceJobs): the single-node long
 // jobs of the top priority, oldest first, each placed where it fits now
 // (by keep-up cost, ClusterState::CostKey) unless it would take a node in
@@ -180,36 +223,18 @@ void PlaceLongJobsFirst(ClusterState* state,
                         const std::vector<char>& avoid, PlacementPlan* plan,
                         std::vector<Release>* releases,
                         std::vector<char>* placed_first) {
-  int top = INT_MIN;
-  for (const JobRequest& j : pending) top = std::max(top, j.priority);
-  std::vector<int> longs;
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const JobRequest& j = pending[i];
-    if (j.priority == top && j.nodes == 1 &&
-        j.max_runtime_s >= options.long_job_runtime_s) {
-      longs.push_back(static_cast<int>(i));
-    }
-  }
-  std::sort(longs.begin(), longs.end(), [&](int a, int b) {
-    return std::make_pair(pending[a].submitted_at_ms, pending[a].job_id) <
-           std::make_pair(pending[b].submitted_at_ms, pending[b].job_id);
-  });
-  for (int idx : longs) {
+  for (int idx : LongJobsAtTopPriority(pending, options)) {
     const JobRequest& job = pending[idx];
-    auto demand = state->MakeDemand(job.gpus, job.cpu, job.memory,
-                                    job.gpu_types, job.nodes);
+    const std::optional<Demand> demand = DemandOf(*state, job, options);
     if (!demand.has_value()) continue;
-    demand->run_from_ms = options.now_ms;
-    demand->run_until_ms = options.now_ms + job.max_runtime_s * 1000;
     SearchFilter filter;
     if (!job.labels.empty()) filter.labels = &job.labels;
     if (!avoid.empty()) filter.blocked = &avoid;
     GangAttempt attempt = PlaceGang(state, *demand, filter);
     if (!attempt.placed) continue;
     PendingInfo unused;
-    if (WaitForBoot(*state, *demand, job, attempt, options, &unused) ||
-        WaitForRelease(*state, *demand, job, attempt, *releases, options,
-                       &unused)) {
+    if (WaitForCheaperNode(*state, *demand, job, attempt, *releases, options,
+                           &unused)) {
       UndoGang(state, attempt);
       continue;
     }
@@ -306,13 +331,7 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
     }
     PendingInfo info;
     info.jobs_ahead = static_cast<int>(waiting.size());
-    demands[idx] = state.MakeDemand(job.gpus, job.cpu, job.memory,
-                                    job.gpu_types, job.nodes);
-    if (demands[idx].has_value() && options.long_job_runtime_s > 0 &&
-        job.max_runtime_s >= options.long_job_runtime_s) {
-      demands[idx]->run_from_ms = options.now_ms;
-      demands[idx]->run_until_ms = options.now_ms + job.max_runtime_s * 1000;
-    }
+    demands[idx] = DemandOf(state, job, options);
     const std::optional<Demand>& demand = demands[idx];
     info.reason = PendingReason::kNeverFits;
     if (demand.has_value() && job.labels.empty()) {
@@ -354,10 +373,8 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
         attempt = PlaceGang(&state, *demand, reserved);
       }
       if (!attempt.placed) attempt = PlaceGang(&state, *demand, filter);
-      if (attempt.placed &&
-          (WaitForBoot(state, *demand, job, attempt, options, &info) ||
-           WaitForRelease(state, *demand, job, attempt, releases, options,
-                          &info))) {
+      if (attempt.placed && WaitForCheaperNode(state, *demand, job, attempt,
+                                               releases, options, &info)) {
         UndoGang(&state, attempt);
         plan.pending[job.job_id] = info;
         continue;
@@ -446,16 +463,9 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
 // it (alone, it is first anyway).
 bool LongJobsFirstMayHelp(const std::vector<JobRequest>& pending,
                           const PlacementOptions& options) {
-  if (options.policy != PlacementOptions::Policy::kTupa ||
-      options.long_job_runtime_s <= 0 || pending.size() < 2) {
-    return false;
-  }
-  int top = INT_MIN;
-  for (const JobRequest& j : pending) top = std::max(top, j.priority);
-  return std::any_of(pending.begin(), pending.end(), [&](const JobRequest& j) {
-    return j.priority == top && j.nodes == 1 &&
-           j.max_runtime_s >= options.long_job_runtime_s;
-  });
+  return options.policy == PlacementOptions::Policy::kTupa &&
+         pending.size() >= 2 &&
+         !LongJobsAtTopPriority(pending, options).empty();
 }
 
 }  // namespace
