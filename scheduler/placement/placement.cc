@@ -129,19 +129,28 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
                     const std::vector<Release>& releases,
                     const PlacementOptions& options, PendingInfo* info) {
   const int64_t boot_ms = options.boot_time_s * 1000;
+  const auto ends_soon = [&](const Release& r) {
+    return r.end_ms <= options.now_ms + boot_ms;
+  };
+  if (std::none_of(releases.begin(), releases.end(), ends_soon)) return false;
   const double now_cost = state.KeepUpCost(
       attempt.choices[0].node, demand.run_from_ms, demand.run_until_ms);
   std::vector<char> cheaper(state.num_nodes(), 0);
-  bool any = false;
   for (int n = 0; n < state.num_nodes(); ++n) {
     cheaper[n] = state.KeepUpCost(n, demand.run_from_ms, demand.run_until_ms) <
                  kCheaperShare * now_cost;
-    any |= cheaper[n] != 0;
   }
-  if (!any) return false;
+  // Only a release on a cheaper node can make room where the job may go.
   std::vector<Release> soon;
   for (const Release& r : releases) {
-    if (r.end_ms <= options.now_ms + boot_ms) soon.push_back(r);
+    if (!ends_soon(r)) continue;
+    for (const std::string& worker : r.job.worker_ids) {
+      const int n = state.NodeIndex(worker);
+      if (n >= 0 && cheaper[n]) {
+        soon.push_back(r);
+        break;
+      }
+    }
   }
   if (soon.empty()) return false;
   std::sort(soon.begin(), soon.end(), [](const Release& a, const Release& b) {
@@ -429,9 +438,6 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
   }
 
   // Start estimates for the first waiters.
-  std::sort(
-      releases.begin(), releases.end(),
-      [](const Release& a, const Release& b) { return a.end_ms < b.end_ms; });
   std::vector<StartEstimate> estimates;
   std::vector<int64_t> ids;
   for (int idx : waiting) {
@@ -444,7 +450,12 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
     estimates.push_back(e);
     ids.push_back(job.job_id);
   }
-  EstimateStarts(state, releases, &estimates);
+  if (!estimates.empty()) {
+    std::sort(
+        releases.begin(), releases.end(),
+        [](const Release& a, const Release& b) { return a.end_ms < b.end_ms; });
+    EstimateStarts(state, releases, &estimates);
+  }
   for (size_t i = 0; i < estimates.size(); ++i) {
     PendingInfo& info = plan.pending[ids[i]];
     info.estimated_start_ms = estimates[i].start_ms;
