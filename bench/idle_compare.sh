@@ -11,6 +11,7 @@
 #   bench/idle_compare.sh                                  # ~25 min on 2 cores
 #   SETTINGS="openb:0.5:20000 bursty:1.0:1" bench/idle_compare.sh
 #   POLICIES=timer:5m,timer:20m,cost,timer:5m:up=0s JITTER=3600 SEED=2 ...
+#   EXTRA="--long-job 24h" bench/idle_compare.sh      # more tupa-sim flags
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${TUPA_BIN_DIR:-$ROOT/build/bin}
@@ -21,6 +22,7 @@ openb:1.0:5000 daynight:0.5:1 daynight:1.0:1 bursty:0.5:1 bursty:1.0:1"}
 POLICIES=${POLICIES:-timer:5m,timer:20m,cost}
 JITTER=${JITTER:-0}  # seconds of trace time (tupa-sim --arrival-jitter)
 SEED=${SEED:-1}
+EXTRA=${EXTRA:-}  # more tupa-sim flags, word-split
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 "$ROOT/bench/daynight_trace.py" --days 2 >"$work/daynight.csv"
@@ -36,7 +38,8 @@ for s in $SETTINGS; do
     --nodes "$TRACES/openb_node_list_gpu_node.csv" --policy tupa \
     --pricing "$ROOT/deploy/examples/sim/openb-pricing.yaml" \
     --node-fraction "$fraction" --arrival-speedup "$speedup" \
-    --arrival-jitter "$JITTER" --seed "$SEED" --idle-policies "$POLICIES" |
+    --arrival-jitter "$JITTER" --seed "$SEED" --idle-policies "$POLICIES" \
+    $EXTRA |
     sed "s/^{/{\"setting\": \"$s\", /" | tee -a "$work/out.jsonl"
 done
 python3 - "$work/out.jsonl" <<'PY'
