@@ -59,6 +59,14 @@ class FailureCache {
       failed_;
 };
 
+// Orders `releases` by end, earliest first (what Reserve and
+// EstimateStarts expect).
+void SortByEnd(std::vector<Release>* releases) {
+  std::sort(
+      releases->begin(), releases->end(),
+      [](const Release& a, const Release& b) { return a.end_ms < b.end_ms; });
+}
+
 Release ReleaseOf(const JobRequest& job, const JobPlacement& placement,
                   int64_t now_ms) {
   Release r;
@@ -153,9 +161,7 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
     }
   }
   if (soon.empty()) return false;
-  std::sort(soon.begin(), soon.end(), [](const Release& a, const Release& b) {
-    return a.end_ms < b.end_ms;
-  });
+  SortByEnd(&soon);
   SearchFilter filter;
   if (!job.labels.empty()) filter.labels = &job.labels;
   filter.only = &cheaper;
@@ -421,10 +427,7 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
       failures.Add(*key, *demand, info.reason);
     }
     if (!reservation.active && !blocked_all) {
-      std::sort(releases.begin(), releases.end(),
-                [](const Release& a, const Release& b) {
-                  return a.end_ms < b.end_ms;
-                });
+      SortByEnd(&releases);
       SearchFilter reserve_filter;
       if (!job.labels.empty()) reserve_filter.labels = &job.labels;
       reservation = Reserve(state, releases, *demand, reserve_filter);
@@ -451,9 +454,7 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
     ids.push_back(job.job_id);
   }
   if (!estimates.empty()) {
-    std::sort(
-        releases.begin(), releases.end(),
-        [](const Release& a, const Release& b) { return a.end_ms < b.end_ms; });
+    SortByEnd(&releases);
     EstimateStarts(state, releases, &estimates);
   }
   for (size_t i = 0; i < estimates.size(); ++i) {
