@@ -40,4 +40,11 @@ bool FitBounds::CouldFit(const JobRequest& r) const {
   return r.cpu <= cpu_free + 1e-9 && r.memory <= memory_free;
 }
 
+bool FitBounds::Within(const FitBounds& other) const {
+  return (!any_schedulable || other.any_schedulable) &&
+         whole_free_devices <= other.whole_free_devices &&
+         largest_free_share <= other.largest_free_share &&
+         cpu_free <= other.cpu_free && memory_free <= other.memory_free;
+}
+
 }  // namespace tupa::scheduler

@@ -26,6 +26,9 @@ struct FitBounds {
   static FitBounds Of(const std::vector<NodeView>& nodes);
   // Whether `request` (per node) could fit the best node of each resource.
   bool CouldFit(const JobRequest& request) const;
+  // Whether these bounds are nowhere larger than `other`: then a request
+  // that `other` refuses, these refuse too.
+  bool Within(const FitBounds& other) const;
 };
 
 }  // namespace tupa::scheduler

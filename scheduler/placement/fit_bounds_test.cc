@@ -62,5 +62,22 @@ TEST(FitBoundsTest, NeverRefusesWhatPlacementWouldStart) {
     EXPECT_TRUE(b.CouldFit(r)) << r.gpus << " " << r.cpu << " " << r.memory;
 }
 
+TEST(FitBoundsTest, BoundsWithinOthersRefuseWhatTheOthersRefuse) {
+  const FitBounds full = FitBounds::Of({Node({0.5, 0}, 4, 1 << 20)});
+  const FitBounds fuller = FitBounds::Of({Node({0.25, 0}, 4, 1 << 20)});
+  const FitBounds freed = FitBounds::Of({Node({1, 0}, 4, 1 << 20)});
+  EXPECT_TRUE(fuller.Within(full));
+  EXPECT_TRUE(full.Within(full));
+  EXPECT_FALSE(freed.Within(full));  // a whole device came free
+  EXPECT_FALSE(full.Within(fuller));
+  EXPECT_FALSE(full.CouldFit(Request(1)));
+  EXPECT_FALSE(fuller.CouldFit(Request(1)));
+  EXPECT_TRUE(freed.CouldFit(Request(1)));
+  // No schedulable node is within anything; nothing is within it but that.
+  const FitBounds none = FitBounds::Of({Node({1}, 4, 1 << 20, false)});
+  EXPECT_TRUE(none.Within(full));
+  EXPECT_FALSE(full.Within(none));
+}
+
 }  // namespace
 }  // namespace tupa::scheduler

@@ -443,17 +443,50 @@ std::set<int64_t> SchedulerCore::HeldByArrayLimit() {
   return held;
 }
 
+bool SchedulerCore::Startable(const ActiveJob& j) {
+  return !j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
+         j.pending_reason.empty() && j.waiting_reason.empty();
+}
+
 std::vector<JobRequest> SchedulerCore::PendingRequests() {
   std::vector<JobRequest> pending;
   const std::set<int64_t> held = HeldByArrayLimit();
   for (const auto& [id, j] : jobs_) {
-    if (!j.terminal && j.job.state() == v1::JOB_STATE_PENDING &&
-        j.pending_reason.empty() && j.waiting_reason.empty() &&
-        !held.count(id)) {
-      pending.push_back(RequestOf(j.job));
-    }
+    if (Startable(j) && !held.count(id)) pending.push_back(RequestOf(j.job));
   }
   return pending;
+}
+
+bool SchedulerCore::AnyPendingCouldFit(const FitBounds& bounds,
+                                       absl::Time now) {
+  JobRequest per_node;  // CouldFit reads GPUs, CPU and memory only
+  const auto could_fit = [&](const ActiveJob& j) {
+    if (!Startable(j)) return false;
+    const v1::Resources& r = j.job.spec().resources();
+    per_node.gpus = r.gpus();
+    per_node.cpu = r.cpu();
+    per_node.memory = r.memory_bytes();
+    return bounds.CouldFit(per_node);
+  };
+  if (no_fit_.has_value() && now - no_fit_->at < absl::Seconds(1) &&
+      bounds.Within(no_fit_->bounds)) {
+    for (int64_t id : no_fit_->arrived) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end() && could_fit(it->second)) {
+        no_fit_.reset();
+        return true;
+      }
+    }
+    no_fit_->bounds = bounds;
+    no_fit_->arrived.clear();
+    return false;
+  }
+  no_fit_.reset();
+  for (const auto& [id, j] : jobs_) {
+    if (could_fit(j)) return true;
+  }
+  no_fit_ = NoFit{now, bounds, {}};
+  return false;
 }
 
 std::vector<RunningJob> SchedulerCore::RunningJobs() {
@@ -495,14 +528,11 @@ void SchedulerCore::Schedule(absl::Time now) {
   last_pending_.clear();
   std::vector<NodeView> nodes = NodeViews();
   const FitBounds bounds = FitBounds::Of(nodes);
-  if (!bounds.any_schedulable) return;  // nothing can start; keep it cheap
-  std::vector<JobRequest> pending = PendingRequests();
-  if (pending.empty()) return;
   // A full fleet under a deep queue: no pending job fits even the best
   // node of each resource, so the pass would start nothing.
-  if (std::none_of(pending.begin(), pending.end(),
-                   [&](const JobRequest& r) { return bounds.CouldFit(r); }))
-    return;
+  if (!AnyPendingCouldFit(bounds, now)) return;
+  std::vector<JobRequest> pending = PendingRequests();
+  if (pending.empty()) return;
   PlacementOptions options;
   options.policy = options_.policy;
   options.now_ms = absl::ToUnixMillis(now);
@@ -895,6 +925,7 @@ void SchedulerCore::AddJob(ActiveJob active) {
   recent_mix_.Add(RequestOf(active.job));
   if (active.job.spec().start_window() == "off-peak") off_peak_jobs_.insert(id);
   jobs_.insert_or_assign(id, std::move(active));
+  if (no_fit_.has_value()) no_fit_->arrived.push_back(id);
   Touch(id);
 }
 

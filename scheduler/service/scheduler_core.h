@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "scheduler/idle/decide.h"
 #include "scheduler/idle/policy.h"
+#include "scheduler/placement/fit_bounds.h"
 #include "scheduler/placement/placement.h"
 #include "scheduler/placement/recent_mix.h"
 #include "scheduler/pricing/budget.h"
@@ -238,6 +239,17 @@ class SchedulerCore {
   // Pending jobs placement may start now: not held (budget, start window,
   // an array's %N limit).
   std::vector<JobRequest> PendingRequests() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pending, and held by neither a budget nor a start window.
+  static bool Startable(const ActiveJob& j);
+  // Whether a pending job that is not held by budget or start window could
+  // fit `bounds`, judged on the specs alone: a deep queue behind a full
+  // fleet skips the pass without a request built for every pending job.
+  // After an answer of no, for a second, bounds within those it answered
+  // for are checked against the jobs that arrived since only (no_fit_); a
+  // job already queued that becomes startable meanwhile (a requeue, a
+  // budget or start window that opens) waits at most that second longer.
+  bool AnyPendingCouldFit(const FitBounds& bounds, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pending tasks of job arrays that their %N limit holds back: an array
   // with N tasks holding resources, or about to, starts no more.
   std::set<int64_t> HeldByArrayLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -566,6 +578,14 @@ class SchedulerCore {
   absl::Time workers_published_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Whether a placement pass could start something it could not before.
   bool placement_dirty_ ABSL_GUARDED_BY(mu_) = true;
+  // The last AnyPendingCouldFit over every job that answered no: when, for
+  // which bounds (narrowed by the checks since), and the jobs added since.
+  struct NoFit {
+    absl::Time at;
+    FitBounds bounds;
+    std::vector<int64_t> arrived;
+  };
+  std::optional<NoFit> no_fit_ ABSL_GUARDED_BY(mu_);
   absl::Time last_pass_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Cycles are due at this time (cycle_interval after the last).
   absl::Time next_cycle_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -1,6 +1,8 @@
 // SchedulerCore::GaugesView: the snapshot of the view that the scheduling
 // cycle hands to SchedulerMetrics.
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "scheduler/service/scheduler_core.h"
 
@@ -9,6 +11,9 @@ namespace tupa::scheduler {
 MetricsView SchedulerCore::GaugesView(absl::Time now) {
   MetricsView view;
   view.cycle = absl::Now() - now;
+  // Requests without a type or label, by shape: a deep queue of copies adds
+  // one request, not one per job.
+  std::set<std::tuple<double, double, int64_t>> plain_shapes;
   for (const auto& [id, j] : jobs_) {
     if (j.terminal) continue;
     const v1::JobSpec& spec = j.job.spec();
@@ -20,7 +25,12 @@ MetricsView SchedulerCore::GaugesView(absl::Time now) {
     job.has_progress = j.job.has_progress();
     if (job.has_progress) job.progress = j.job.progress();
     view.jobs.push_back(std::move(job));
-    if (j.job.state() != v1::JOB_STATE_PENDING) continue;
+    const v1::Resources& r = spec.resources();
+    if (j.job.state() != v1::JOB_STATE_PENDING || r.gpus() <= 0) continue;
+    if (r.gpu_type_size() == 0 && r.labels_size() == 0 &&
+        !plain_shapes.emplace(r.gpus(), r.cpu(), r.memory_bytes()).second) {
+      continue;
+    }
     view.pending.push_back(RequestOf(j.job));
   }
   for (const auto& [key, a] : allocs_) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -81,12 +82,30 @@ std::map<std::pair<std::string, std::string>, double> StrandedGpus(
     const std::vector<NodeView>& nodes,
     const std::vector<JobRequest>& pending) {
   std::map<std::pair<std::string, std::string>, double> stranded;
+  // One request per per-node shape: a deep queue is mostly copies of a few
+  // (an array, a sweep), and each is tried against every node.
+  const auto shape = [](const JobRequest* j) {
+    return std::tie(j->gpus, j->cpu, j->memory, j->gpu_types, j->labels);
+  };
   std::vector<const JobRequest*> gpu_jobs;
   for (const JobRequest& j : pending)
     if (j.gpus > 0) gpu_jobs.push_back(&j);
   if (gpu_jobs.empty()) return stranded;
+  std::sort(gpu_jobs.begin(), gpu_jobs.end(),
+            [&](const JobRequest* a, const JobRequest* b) {
+              return shape(a) < shape(b);
+            });
+  gpu_jobs.erase(std::unique(gpu_jobs.begin(), gpu_jobs.end(),
+                             [&](const JobRequest* a, const JobRequest* b) {
+                               return shape(a) == shape(b);
+                             }),
+                 gpu_jobs.end());
   for (const NodeView& node : nodes) {
     if (!node.schedulable) continue;
+    // A node without a free share strands nothing, whatever pends.
+    if (std::none_of(node.devices.begin(), node.devices.end(),
+                     [](const DeviceSlot& d) { return d.free_share > kEps; }))
+      continue;
     bool usable = false;
     for (const JobRequest* j : gpu_jobs) usable = usable || FitsNow(node, *j);
     if (usable) continue;

@@ -54,8 +54,10 @@ struct MetricsView {
   };
   std::vector<Job> jobs;  // not yet ended
   std::vector<Allocation> allocations;
-  std::vector<NodeView> nodes;      // up or draining workers, free shares
-  std::vector<JobRequest> pending;  // pending jobs, as placement sees them
+  std::vector<NodeView> nodes;  // up or draining workers, free shares
+  // Pending GPU jobs as placement sees them; copies of one shape (GPUs,
+  // CPU, memory, no type or label) may come once.
+  std::vector<JobRequest> pending;
   std::vector<std::pair<std::string, v1::WorkerState>> workers;
   absl::Duration cycle;  // how long this scheduling cycle took
 };

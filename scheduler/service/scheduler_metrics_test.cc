@@ -46,6 +46,20 @@ TEST(StrandedGpusTest, WrongTypeOrUnschedulableWorkerDoesNotCountAsFit) {
   EXPECT_TRUE(StrandedGpus({draining}, {Gpus(1)}).empty());
 }
 
+TEST(StrandedGpusTest, CopiesOfOneShapeCountOnceAndTypesKeepThemApart) {
+  // Many copies of an H100 job, then one A100 job of the same size: the
+  // A100 job fits w1, so nothing there is stranded.
+  JobRequest h100 = Gpus(1);
+  h100.gpu_types = {"H100"};
+  std::vector<JobRequest> pending(1000, h100);
+  EXPECT_DOUBLE_EQ(
+      (StrandedGpus({Node("w1", {1, 0})}, pending)[{"w1", "A100"}]), 1);
+  pending.push_back(Gpus(1));
+  EXPECT_TRUE(StrandedGpus({Node("w1", {1, 0})}, pending).empty());
+  // A node with no free share strands nothing, whatever pends.
+  EXPECT_TRUE(StrandedGpus({Node("w2", {0, 0})}, {Gpus(2)}).empty());
+}
+
 std::string Scrape(const SchedulerMetrics& m) {
   std::vector<prometheus::MetricFamily> all;
   for (const auto& weak : m.collectables())
