@@ -528,6 +528,7 @@ void SchedulerCore::Schedule(absl::Time now) {
   last_pending_.clear();
   std::vector<NodeView> nodes = NodeViews();
   const FitBounds bounds = FitBounds::Of(nodes);
+  if (!bounds.any_schedulable) return;  // nothing can start; keep it cheap
   // A full fleet under a deep queue: no pending job fits even the best
   // node of each resource, so the pass would start nothing.
   if (!AnyPendingCouldFit(bounds, now)) return;
