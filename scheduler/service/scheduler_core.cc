@@ -528,7 +528,10 @@ void SchedulerCore::Schedule(absl::Time now) {
   last_pending_.clear();
   std::vector<NodeView> nodes = NodeViews();
   const FitBounds bounds = FitBounds::Of(nodes);
-  if (!bounds.any_schedulable) return;  // nothing can start; keep it cheap
+  if (!bounds.any_schedulable) {  // nothing can start; keep it cheap
+    no_fit_.reset();  // and keep no list of arrivals while so
+    return;
+  }
   // A full fleet under a deep queue: no pending job fits even the best
   // node of each resource, so the pass would start nothing.
   if (!AnyPendingCouldFit(bounds, now)) return;
