@@ -30,8 +30,9 @@ def psql(url, sql):
     return [line.split("|") for line in out.stdout.strip().splitlines() if line]
 
 
-def ranks_of(mark, attempt):
-    """Pids of live processes with TUPA_E2E_MARK=mark and TUPA_ATTEMPT=attempt."""
+def ranks_of(mark, attempt, program=None):
+    """Pids of live processes with TUPA_E2E_MARK=mark and TUPA_ATTEMPT=attempt
+    (only those running `program` when it is given)."""
     want = {f"TUPA_E2E_MARK={mark}".encode(), f"TUPA_ATTEMPT={attempt}".encode()}
     pids = []
     for entry in os.listdir("/proc"):
@@ -40,7 +41,11 @@ def ranks_of(mark, attempt):
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
                 env = set(f.read().split(b"\0"))
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
         except OSError:
+            continue
+        if program is not None and os.path.basename(argv0) != program.encode():
             continue
         if want <= env and _alive(int(entry)):
             pids.append(int(entry))
@@ -60,7 +65,12 @@ class ChaosSigstopTest(unittest.TestCase):
             job_id = int(job["id"])
             running = c.wait_job(job_id, "RUNNING", timeout=60)
             victim = running["placements"][0]["worker_id"]
-            wait_for(lambda: len(ranks_of(mark, 1)) >= 2, 20, message="ranks of attempt 1")
+            # Each rank is a shell that forks `sleep 600` after its echo: once
+            # both sleeps run, every process of attempt 1 exists (a count of
+            # all marked processes could catch one rank's shell before its
+            # sleep, and a later snapshot would then hold more).
+            wait_for(lambda: len(ranks_of(mark, 1, program="sleep")) >= 2, 20,
+                     message="ranks of attempt 1")
             stale = sorted(ranks_of(mark, 1))
             pid = c.pid(victim)
             self.assertIsNotNone(pid)
