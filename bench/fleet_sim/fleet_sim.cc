@@ -201,9 +201,11 @@ absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
         return submitted_only || completed >= acked;
       });
   r.timed_out = !done;
-  if (done && o.hold > absl::ZeroDuration())
+  if (done && o.hold > absl::ZeroDuration()) {
+    prober->MarkHeld();
     absl::SleepFor(std::min(
         o.hold, std::max(absl::ZeroDuration(), deadline - absl::Now())));
+  }
   const absl::Time ended = absl::Now();
   submitter->Stop();
   if (poller) poller->Stop();
@@ -234,6 +236,12 @@ absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
   r.getjob_ms = Summarize(probes->get_job.Sorted());
   r.listjobs_ms = Summarize(probes->list_jobs.Sorted());
   r.listworkers_ms = Summarize(probes->list_workers.Sorted());
+  r.load_getjob_ms = Summarize(probes->load_get_job.Sorted());
+  r.load_listjobs_ms = Summarize(probes->load_list_jobs.Sorted());
+  r.load_listworkers_ms = Summarize(probes->load_list_workers.Sorted());
+  r.held_getjob_ms = Summarize(probes->held_get_job.Sorted());
+  r.held_listjobs_ms = Summarize(probes->held_list_jobs.Sorted());
+  r.held_listworkers_ms = Summarize(probes->held_list_workers.Sorted());
   r.rpc_errors = rpc_errors->Snapshot();
   for (ErrorCounts* e : {&probes->get_job_errors, &probes->list_jobs_errors,
                          &probes->list_workers_errors})

@@ -64,7 +64,8 @@ ABSL_FLAG(bool, submitted_only, false,
           "end once every job is acknowledged (do not wait for completion)");
 ABSL_FLAG(double, hold_s, 0,
           "keep probing this long after the end condition (e.g. with "
-          "--submitted-only: reads over a deep pending queue)");
+          "--submitted-only: reads over a deep pending queue); the reads "
+          "begun then are also reported as held_*");
 ABSL_FLAG(double, duration_limit_s, 600,
           "give up this long after the first submit (report timed_out)");
 ABSL_FLAG(double, connect_timeout_s, 120, "wait this long for the fleet");

@@ -70,9 +70,17 @@ void Prober::Fire(Kind kind) {
   if (stop_.load()) return;
   timers_->After(absl::Seconds(1 / hz_), [this, kind] { Fire(kind); });
   const absl::Time deadline = absl::Now() + deadline_;
-  auto record = [this](LatencySamples* lat, ErrorCounts* errs, absl::Time began,
-                       const grpc::Status& s) {
-    lat->Add(absl::ToDoubleMilliseconds(absl::Now() - began));
+  const bool held = held_.load();
+  auto record = [this, held](LatencySamples* lat, ErrorCounts* errs,
+                             absl::Time began, const grpc::Status& s) {
+    const double ms = absl::ToDoubleMilliseconds(absl::Now() - began);
+    lat->Add(ms);
+    if (lat == &out_->get_job)
+      (held ? out_->held_get_job : out_->load_get_job).Add(ms);
+    if (lat == &out_->list_jobs)
+      (held ? out_->held_list_jobs : out_->load_list_jobs).Add(ms);
+    if (lat == &out_->list_workers)
+      (held ? out_->held_list_workers : out_->load_list_workers).Add(ms);
     if (!s.ok()) {
       errs->Add(s.error_code());
       errors_->Add(s.error_code());

@@ -34,6 +34,11 @@ namespace tupa::fleet_sim {
 
 struct ProbeLatencies {
   LatencySamples get_job, list_jobs, list_workers;
+  // The same reads split at Prober::MarkHeld(): those begun before it
+  // (under the submissions' load) and after it (the queue as the
+  // submissions left it, without their load).
+  LatencySamples load_get_job, load_list_jobs, load_list_workers;
+  LatencySamples held_get_job, held_list_jobs, held_list_workers;
   ErrorCounts get_job_errors, list_jobs_errors, list_workers_errors;
 };
 
@@ -43,6 +48,8 @@ class Prober {
          JobTracker* tracker, TimerQueue* timers, ErrorCounts* errors,
          ProbeLatencies* out);
   void Start();
+  // Probes begun from now on are also recorded as held (ProbeLatencies).
+  void MarkHeld() { held_ = true; }
   // No new probes afterwards; waits (up to the deadline) for those in
   // flight.
   void Stop();
@@ -61,6 +68,7 @@ class Prober {
   std::unique_ptr<v1::JobService::Stub> jobs_;
   std::unique_ptr<v1::ClusterService::Stub> cluster_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> held_{false};
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_){42};
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -32,6 +32,10 @@ struct FleetReport {
   double completed_jobs_per_s_sustained = -1;  // middle 80% of completions
   LatencySummary submit_ack_ms, assign_ms, getjob_ms, listjobs_ms,
       listworkers_ms;
+  // The reads begun before --hold-s (under the load) and during it (after
+  // every job was acknowledged, or completed).
+  LatencySummary load_getjob_ms, load_listjobs_ms, load_listworkers_ms;
+  LatencySummary held_getjob_ms, held_listjobs_ms, held_listworkers_ms;
   std::map<std::string, long> rpc_errors;     // unary calls, by code
   std::map<std::string, long> probe_errors;   // reads only, by code
   std::map<std::string, long> stream_errors;  // worker streams lost, by code
