@@ -35,7 +35,7 @@ struct FleetSimOptions {
   // The load.
   int jobs = 1000;
   int clients = 32;
-  double submit_rate = 0;  // jobs/s over all clients; 0: unpaced
+  double submit_rate = 0;       // jobs/s over all clients; 0: unpaced
   std::string mix = "default";  // see job_mix.h
   int runtime_min_ms = 2000;
   int runtime_max_ms = 5000;
