@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <deque>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -67,23 +68,26 @@ void SortByEnd(std::vector<Release>* releases) {
       [](const Release& a, const Release& b) { return a.end_ms < b.end_ms; });
 }
 
-Release ReleaseOf(const JobRequest& job, const JobPlacement& placement,
-                  int64_t now_ms) {
-  Release r;
-  r.end_ms =
-      job.max_runtime_s > 0 ? now_ms + job.max_runtime_s * 1000 : kUnknownEnd;
-  r.job.job_id = job.job_id;
-  r.job.gpus = job.gpus;
-  r.job.cpu = job.cpu;
-  r.job.memory = job.memory;
-  r.job.team = job.team;
+// Appends the release of `job`, placed by this pass as `placement`; its
+// RunningJob is kept in `placed` (a deque: addresses stay valid).
+void AddPlacedRelease(const JobRequest& job, const JobPlacement& placement,
+                      int64_t now_ms, std::deque<RunningJob>* placed,
+                      std::vector<Release>* releases) {
+  RunningJob& r = placed->emplace_back();
+  r.job_id = job.job_id;
+  r.gpus = job.gpus;
+  r.cpu = job.cpu;
+  r.memory = job.memory;
+  r.team = job.team;
   for (const NodeAssignment& a : placement.nodes) {
-    r.job.worker_ids.push_back(a.worker_id);
+    r.worker_ids.push_back(a.worker_id);
   }
   if (placement.nodes.size() == 1) {
-    r.job.device_indexes = placement.nodes[0].device_indexes;
+    r.device_indexes = placement.nodes[0].device_indexes;
   }
-  return r;
+  releases->push_back(
+      {job.max_runtime_s > 0 ? now_ms + job.max_runtime_s * 1000 : kUnknownEnd,
+       &r});
 }
 
 JobPlacement ToPlacement(const ClusterState& state, int64_t job_id,
@@ -152,7 +156,7 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
   std::vector<Release> soon;
   for (const Release& r : releases) {
     if (!ends_soon(r)) continue;
-    for (const std::string& worker : r.job.worker_ids) {
+    for (const std::string& worker : r.job->worker_ids) {
       const int n = state.NodeIndex(worker);
       if (n >= 0 && cheaper[n]) {
         soon.push_back(r);
@@ -236,6 +240,7 @@ void PlaceLongJobsFirst(ClusterState* state,
                         const std::vector<JobRequest>& pending,
                         const PlacementOptions& options,
                         const std::vector<char>& avoid, PlacementPlan* plan,
+                        std::deque<RunningJob>* placed,
                         std::vector<Release>* releases,
                         std::vector<char>* placed_first) {
   for (int idx : LongJobsAtTopPriority(pending, options)) {
@@ -254,7 +259,8 @@ void PlaceLongJobsFirst(ClusterState* state,
       continue;
     }
     plan->placed.push_back(ToPlacement(*state, job.job_id, attempt));
-    releases->push_back(ReleaseOf(job, plan->placed.back(), options.now_ms));
+    AddPlacedRelease(job, plan->placed.back(), options.now_ms, placed,
+                     releases);
     for (const NodeChoice& c : attempt.choices) {
       state->HoldUntil(c.node, releases->back().end_ms);
     }
@@ -311,13 +317,15 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
         kMaxMixShapes);
   }
   std::vector<Release> releases;
+  releases.reserve(running.size() + pending.size());
+  std::deque<RunningJob> placed_jobs;  // what `releases` of placed jobs hold
   for (const RunningJob& r : running) {
     // A job past its expected end is being stopped: it ends any moment,
     // not in the past (start estimates are never earlier than now).
     releases.push_back({r.expected_end_ms > 0
                             ? std::max(r.expected_end_ms, options.now_ms)
                             : kUnknownEnd,
-                        r});
+                        &r});
     for (const std::string& worker : r.worker_ids) {
       const int node = state.NodeIndex(worker);
       if (node >= 0) state.HoldUntil(node, releases.back().end_ms);
@@ -336,7 +344,7 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
   std::vector<char> placed_first(pending.size(), 0);
   if (long_first_avoid != nullptr) {
     PlaceLongJobsFirst(&state, pending, options, *long_first_avoid, &plan,
-                       &releases, &placed_first);
+                       &placed_jobs, &releases, &placed_first);
   }
   for (int idx = order.Next(); idx >= 0; idx = order.Next()) {
     const JobRequest& job = pending[idx];
@@ -396,7 +404,8 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
       }
       if (attempt.placed) {
         plan.placed.push_back(ToPlacement(state, job.job_id, attempt));
-        releases.push_back(ReleaseOf(job, plan.placed.back(), options.now_ms));
+        AddPlacedRelease(job, plan.placed.back(), options.now_ms, &placed_jobs,
+                         &releases);
         for (const NodeChoice& c : attempt.choices) {
           state.HoldUntil(c.node, releases.back().end_ms);
         }

@@ -14,8 +14,8 @@ std::vector<int> ReleaseGroup(ClusterState* state,
   std::vector<int> touched;
   const int64_t end = releases[*i].end_ms;
   for (; *i < releases.size() && releases[*i].end_ms == end; ++*i) {
-    state->ReleaseRunning(releases[*i].job);
-    for (const std::string& w : releases[*i].job.worker_ids) {
+    state->ReleaseRunning(*releases[*i].job);
+    for (const std::string& w : releases[*i].job->worker_ids) {
       const int n = state->NodeIndex(w);
       if (n >= 0) touched.push_back(n);
     }

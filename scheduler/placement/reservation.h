@@ -14,9 +14,12 @@ namespace tupa::scheduler {
 inline constexpr int64_t kUnknownEnd = std::numeric_limits<int64_t>::max();
 
 // Resources that free up at `end_ms` (kUnknownEnd: some time, unknown).
+// `job` is not owned: it points at a RunningJob that outlives every vector
+// of releases holding it (the pass's running jobs, or those it placed), so
+// a pass copies no job's strings to build, sort or filter its releases.
 struct Release {
   int64_t end_ms = kUnknownEnd;
-  RunningJob job;
+  const RunningJob* job = nullptr;
 };
 
 struct Reservation {
