@@ -8,7 +8,7 @@
 # fleet and idle cost, waits, JCT against the best of timer:5m, timer:20m
 # and cost, boots, and the cost rule's fleet cost against the 5-minute
 # timer's.
-#   bench/idle_compare.sh                                  # ~25 min on 2 cores
+#   bench/idle_compare.sh                                  # ~11 min (one core)
 #   SETTINGS="openb:0.5:20000 bursty:1.0:1" bench/idle_compare.sh
 #   POLICIES=timer:5m,timer:20m,cost,timer:5m:up=0s JITTER=3600 SEED=2 ...
 #   EXTRA="--long-job 24h" bench/idle_compare.sh      # more tupa-sim flags
