@@ -325,10 +325,13 @@ def _alive(pid):
         return False
 
 
-def processes_with_env(key, value):
+def processes_with_env(key, value, with_shims=False):
     """Pids of live processes whose environment holds KEY=VALUE.
 
     Useful to check that no rank of a job survives (e.g. key TUPA_JOB_ID).
+    Each rank's `tupa-rank-shim` (the worker's process that leads the
+    rank's group) is exec'd with the rank's environment too; it is left out
+    unless `with_shims`, so the pids are the job's own processes.
     """
     needle = f"{key}={value}".encode()
     pids = []
@@ -337,8 +340,14 @@ def processes_with_env(key, value):
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read().split(b"\0") and _alive(int(entry)):
-                    pids.append(int(entry))
+                if needle not in f.read().split(b"\0"):
+                    continue
+            if not with_shims:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().strip() == "tupa-rank-shim":
+                        continue
+            if _alive(int(entry)):
+                pids.append(int(entry))
         except OSError:
             continue
     return pids

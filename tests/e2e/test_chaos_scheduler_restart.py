@@ -127,7 +127,7 @@ class ChaosSchedulerRestartTest(unittest.TestCase):
             self.assertEqual(ended["attempt"], 1, ended)
             self.assertIn("ended", c.cli("logs", "--no-prefix", ender["id"]).stdout)
             for m in marks:
-                self.assertEqual(processes_with_env("TUPA_E2E_MARK", m), [])
+                self.assertEqual(processes_with_env("TUPA_E2E_MARK", m, with_shims=True), [])
             self.assertIn("rebuilt from PostgreSQL: 4 active jobs, 4 open allocations",
                           c.log("scheduler"))
             self.assertIn("request mix of the last 5 submitted jobs", c.log("scheduler"))

@@ -82,7 +82,7 @@ class ChaosTrainResumeTest(unittest.TestCase):
             self.assertTrue(any(f.startswith("ckpt-") for f in os.listdir(ckpt_dir)),
                             f"no checkpoint in {ckpt_dir}: {os.listdir(ckpt_dir)}")
             c.kill(victim)
-            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), 10,
+            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark, with_shims=True), 10,
                      message="attempt 1 ranks gone with their worker")
             # Attempt 2 starts only once the worker is declared lost (3 s).
             attempt1_ckpts = [int(f[len("ckpt-"):-len(".bin")])

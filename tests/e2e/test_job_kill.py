@@ -29,7 +29,7 @@ class JobKillTest(unittest.TestCase):
             res = c.cli("cancel", str(job["id"]))
             self.assertEqual(res.code, 0, res)
             c.wait_job(job["id"], "CANCELLED", timeout=30)
-            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=30,
+            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark, with_shims=True), timeout=30,
                      message="no rank process left")
             # Cancelling again is refused, naming the state.
             again = c.cli("cancel", str(job["id"]))
@@ -44,7 +44,7 @@ class JobKillTest(unittest.TestCase):
             job = self.run_and_count(c, mark, "--max-runtime", "10s")
             done = c.wait_job(job["id"], "FAILED", timeout=60)
             self.assertIn("max_runtime exceeded", done.get("message", ""), done)
-            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=30,
+            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark, with_shims=True), timeout=30,
                      message="no rank process left")
 
 

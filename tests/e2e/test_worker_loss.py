@@ -37,7 +37,7 @@ class WorkerLossTest(unittest.TestCase):
             job, victim = start_blocking_job(c, mark)
             c.kill(victim)
             # The ranks die with their worker (no orphans keep the devices).
-            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark), timeout=10,
+            wait_for(lambda: not processes_with_env("TUPA_E2E_MARK", mark, with_shims=True), timeout=10,
                      message="attempt 1 ranks gone with the worker")
             done = c.wait_job(job["id"], "SUCCEEDED", timeout=60)
             self.assertEqual(done["attempt"], 2, done)
@@ -52,7 +52,7 @@ class WorkerLossTest(unittest.TestCase):
                                  for w in c.workers_json()),
                      timeout=30, message=f"{victim} back")
             time.sleep(2)
-            self.assertEqual(processes_with_env("TUPA_E2E_MARK", mark), [])
+            self.assertEqual(processes_with_env("TUPA_E2E_MARK", mark, with_shims=True), [])
             log = c.log(victim)
             since_restart = log[before:] if len(log) >= before else log
             self.assertIn("connected to scheduler", since_restart)

@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,49 +19,23 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "worker/agent/rank_shim.h"
 
 extern char** environ;
 
 namespace tupa::worker {
 namespace {
 
-// The signal a rank's shim gets when the worker dies (PR_SET_PDEATHSIG).
-constexpr int kWorkerDiedSignal = SIGUSR2;
-
 // How long a node's output is still read once its ranks are gone.
 constexpr absl::Duration kDrainAfterExit = absl::Seconds(2);
 
-void KillOwnGroup(int) { kill(0, SIGKILL); }
-
-// "<what><name>: <strerror(errno)>" on stderr, async-signal-safe.
-void WriteError(const char* what, const std::string& name) {
-  const char* reason = strerrordesc_np(errno);  // static, no locale
-  const char* parts[] = {what, name.c_str(), ": ", reason, "\n"};
-  for (const char* p : parts) (void)!write(STDERR_FILENO, p, strlen(p));
-}
-
-// Runs in the forked child; only async-signal-safe calls. The child becomes
-// a small shim that leads the rank's process group: it ignores SIGTERM (meant
-// for the rank), forks and execs the rank, mirrors its exit status, and when
-// the worker dies (even by SIGKILL) it kills the whole group, so no rank or
-// rank child outlives its worker. PR_SET_PDEATHSIG alone would only reach
-// the direct child.
-[[noreturn]] void RunShim(pid_t parent, int out_fd, int max_fd,
-                          const std::string& work_dir, char* const* argv,
-                          char* const* envp) {
+// The fallback where tupa-rank-shim is not installed: runs in a child the
+// worker forked; only async-signal-safe calls. Sets up what posix_spawn's
+// attributes do for the program (rank_shim.h), then runs the shim.
+[[noreturn]] void RunForkedShim(pid_t parent, int out_fd, int max_fd,
+                                const char* work_dir, char* const* argv,
+                                char* const* envp) {
   setpgid(0, 0);
-  struct sigaction ignore = {};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGTERM, &ignore, nullptr);
-  sigaction(SIGINT, &ignore, nullptr);
-  struct sigaction die = {};
-  die.sa_handler = KillOwnGroup;
-  sigaction(kWorkerDiedSignal, &die, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  prctl(PR_SET_PDEATHSIG, kWorkerDiedSignal);
-  if (getppid() != parent) kill(0, SIGKILL);  // the worker died already
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
   int devnull = open("/dev/null", O_RDONLY);
@@ -72,27 +47,65 @@ void WriteError(const char* what, const std::string& name) {
   if (close_range(3, ~0U, 0) != 0) {
     for (int fd = 3; fd < max_fd; ++fd) close(fd);
   }
-  if (!work_dir.empty() && chdir(work_dir.c_str()) != 0) {
-    WriteError("tupa-worker: cannot enter the work directory ", work_dir);
-    _exit(126);
+  RunRankShim(parent, work_dir, argv, envp);
+}
+
+// tupa-rank-shim beside this executable; empty when it is not there.
+const std::string& RankShimPath() {
+  static const std::string* path = [] {
+    std::error_code ec;
+    const std::filesystem::path self =
+        std::filesystem::read_symlink("/proc/self/exe", ec);
+    std::filesystem::path shim = self.parent_path() / kRankShimProgram;
+    const bool found = !ec && access(shim.c_str(), X_OK) == 0;
+    if (!found) {
+      LOG(WARNING) << kRankShimProgram << " not found beside " << self
+                   << ": ranks start from a fork of the worker (slower)";
+    }
+    return new std::string(found ? shim.string() : "");
+  }();
+  return *path;
+}
+
+// Starts `shim` with posix_spawn: the rank's environment, its own process
+// group, stdout/stderr on `out_fd`, stdin /dev/null, nothing else open.
+// Returns the pid, or -1 with `error`.
+pid_t SpawnShim(const std::string& shim, pid_t parent, int out_fd,
+                const std::string& work_dir, char* const* rank_argv,
+                char* const* envp, std::string* error) {
+  const std::string parent_arg = std::to_string(parent);
+  std::vector<char*> argv = {const_cast<char*>(shim.c_str()),
+                             const_cast<char*>(parent_arg.c_str()),
+                             const_cast<char*>(work_dir.c_str())};
+  for (char* const* a = rank_argv; *a != nullptr; ++a) argv.push_back(*a);
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
+                                   O_RDONLY, 0);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  // Signal dispositions as across fork and exec (handled ones reset,
+  // ignored ones kept); the shim sets its own.
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  const int rc =
+      posix_spawn(&pid, shim.c_str(), &actions, &attr, argv.data(), envp);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    *error = absl::StrCat("posix_spawn ", shim, ": ", std::strerror(rc));
+    return -1;
   }
-  pid_t rank = fork();
-  if (rank < 0) _exit(127);
-  if (rank == 0) {
-    struct sigaction dfl = {};
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTERM, &dfl, nullptr);
-    sigaction(SIGINT, &dfl, nullptr);
-    sigaction(kWorkerDiedSignal, &dfl, nullptr);
-    execvpe(argv[0], argv, envp);
-    WriteError("tupa-worker: cannot execute ", argv[0]);
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(rank, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) _exit(128 + WTERMSIG(status));
-  _exit(WEXITSTATUS(status));
+  return pid;
 }
 
 struct Spawned {
@@ -153,6 +166,17 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
     return {};
   }
   const pid_t parent = getpid();
+  const std::string& shim = RankShimPath();
+  if (!shim.empty()) {
+    const pid_t pid = SpawnShim(shim, parent, fds[1], work_dir, argv.data(),
+                                envp.data(), error);
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      return {};
+    }
+    return {pid, fds[0]};  // its group is set before posix_spawn returns
+  }
   const int max_fd = static_cast<int>(sysconf(_SC_OPEN_MAX));
   pid_t pid = fork();
   if (pid < 0) {
@@ -162,7 +186,8 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
     return {};
   }
   if (pid == 0) {
-    RunShim(parent, fds[1], max_fd, work_dir, argv.data(), envp.data());
+    RunForkedShim(parent, fds[1], max_fd, work_dir.c_str(), argv.data(),
+                  envp.data());
   }
   setpgid(pid, pid);  // also from the parent: no race with kill(-pid)
   close(fds[1]);
