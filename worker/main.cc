@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -21,6 +23,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "worker/agent/advertise_addr.h"
+#include "worker/agent/node_runner.h"
 #include "worker/agent/worker_daemon.h"
 
 ABSL_FLAG(std::string, scheduler, "localhost:50051", "scheduler address");
@@ -57,6 +60,10 @@ ABSL_FLAG(std::string, metrics_listen, ":9465",
           "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, trainer, "",
           "tupa-train path (default: beside this binary)");
+ABSL_FLAG(std::string, rank_shim, "",
+          "tupa-rank-shim path, the program each rank starts through "
+          "(default: beside this binary; where it is missing there, ranks "
+          "start from a fork of the worker)");
 ABSL_FLAG(int, kill_grace_s, 5, "seconds between SIGTERM and SIGKILL");
 ABSL_FLAG(std::string, on_shutdown, "",
           "command (sh -c) run when the scheduler's idle policy stops this "
@@ -155,6 +162,14 @@ absl::Status OptionsFromFlags(tupa::worker::WorkerOptions& options) {
         (std::filesystem::read_symlink("/proc/self/exe").parent_path() /
          "tupa-train")
             .string();
+  agent.rank_shim_path = absl::GetFlag(FLAGS_rank_shim);
+  if (agent.rank_shim_path.empty()) {
+    agent.rank_shim_path = tupa::worker::RankShimBesideThisProgram();
+  } else if (access(agent.rank_shim_path.c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank-shim: ", agent.rank_shim_path,
+                     " is not an executable file: ", std::strerror(errno)));
+  }
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
       visible != nullptr && devices.emulated_gpus == 0)
     agent.visible_devices = absl::StrSplit(visible, ',', absl::SkipEmpty());

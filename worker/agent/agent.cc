@@ -518,6 +518,7 @@ NodeRunnerOptions Agent::PrepareNode(const v1::Assign& assign) {
   run.ranks = PlanRanks(assign, plan);
   run.log_dir = dir;
   run.work_dir = dir;
+  run.rank_shim = options_.rank_shim_path;
   run.kill_grace = options_.kill_grace;
   if (assign.spec().max_runtime().seconds() > 0)
     run.max_runtime = absl::Seconds(assign.spec().max_runtime().seconds());

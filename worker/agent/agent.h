@@ -62,6 +62,7 @@ struct AgentOptions {
   std::string work_dir = ".tupa-worker";
   std::string checkpoint_root;  // shared by workers so attempts can resume
   std::string trainer_path;     // tupa-train
+  std::string rank_shim_path;   // tupa-rank-shim; empty: fork (node_runner.h)
   std::vector<v1::Device> devices;
   std::vector<std::string>
       visible_devices;  // the worker's CUDA_VISIBLE_DEVICES

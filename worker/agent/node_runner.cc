@@ -50,23 +50,6 @@ constexpr absl::Duration kDrainAfterExit = absl::Seconds(2);
   RunRankShim(parent, work_dir, argv, envp);
 }
 
-// tupa-rank-shim beside this executable; empty when it is not there.
-const std::string& RankShimPath() {
-  static const std::string* path = [] {
-    std::error_code ec;
-    const std::filesystem::path self =
-        std::filesystem::read_symlink("/proc/self/exe", ec);
-    std::filesystem::path shim = self.parent_path() / kRankShimProgram;
-    const bool found = !ec && access(shim.c_str(), X_OK) == 0;
-    if (!found) {
-      LOG(WARNING) << kRankShimProgram << " not found beside " << self
-                   << ": ranks start from a fork of the worker (slower)";
-    }
-    return new std::string(found ? shim.string() : "");
-  }();
-  return *path;
-}
-
 // Starts `shim` with posix_spawn: the rank's environment, its own process
 // group, stdout/stderr on `out_fd`, stdin /dev/null, nothing else open.
 // Returns the pid, or -1 with `error`.
@@ -138,7 +121,7 @@ std::string ResolveOnPath(const std::string& name, const std::string& path,
 // Builds argv/envp before fork: the child only calls async-signal-safe
 // functions between fork and exec.
 Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
-                  std::string* error) {
+                  const std::string& shim, std::string* error) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv(*e);
@@ -166,7 +149,6 @@ Spawned SpawnRank(const RankProcess& rank, const std::string& work_dir,
     return {};
   }
   const pid_t parent = getpid();
-  const std::string& shim = RankShimPath();
   if (!shim.empty()) {
     const pid_t pid = SpawnShim(shim, parent, fds[1], work_dir, argv.data(),
                                 envp.data(), error);
@@ -213,6 +195,17 @@ int ExitCode(int status) {
 
 }  // namespace
 
+std::string RankShimBesideThisProgram() {
+  std::error_code ec;
+  const std::filesystem::path self =
+      std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path shim = self.parent_path() / kRankShimProgram;
+  if (!ec && access(shim.c_str(), X_OK) == 0) return shim.string();
+  LOG(WARNING) << kRankShimProgram << " not found beside " << self
+               << ": ranks start from a fork of the worker (slower)";
+  return "";
+}
+
 NodeRunner::NodeRunner(NodeRunnerOptions options)
     : options_(std::move(options)) {}
 
@@ -256,7 +249,8 @@ void NodeRunner::Supervise() {
   int exit_code = 0;
   for (size_t i = 0; i < n; ++i) {
     std::string error;
-    spawned[i] = SpawnRank(options_.ranks[i], options_.work_dir, &error);
+    spawned[i] = SpawnRank(options_.ranks[i], options_.work_dir,
+                           options_.rank_shim, &error);
     if (spawned[i].pid < 0) {
       failure = absl::StrCat("rank ", options_.ranks[i].global_rank,
                              " could not start: ", error);

@@ -25,12 +25,19 @@ struct NodeRunnerOptions {
   std::vector<RankProcess> ranks;
   std::string log_dir;   // rank-<global>.log files
   std::string work_dir;  // the ranks' working directory
+  // The tupa-rank-shim program each rank starts through (posix_spawn);
+  // empty: a fork of this process runs the shim (rank_shim.h), slower.
+  std::string rank_shim;
   absl::Duration max_runtime = absl::ZeroDuration();  // zero: unlimited
   absl::Duration kill_grace = absl::Seconds(5);
   std::function<void(int rank, const std::string& data)> on_output;
   std::function<void()> on_started;
   std::function<void(int exit_code, const std::string& message)> on_exit;
 };
+
+// tupa-rank-shim in the folder of this process's executable; empty, with
+// a warning logged, when it is not there.
+std::string RankShimBesideThisProgram();
 
 class NodeRunner {
  public:

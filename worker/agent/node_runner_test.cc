@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -19,9 +20,34 @@ struct Result {
   std::string message;
 };
 
+// Each test runs twice: ranks started through tupa-rank-shim (built beside
+// this test) and through the fallback, a fork of this process.
+std::string rank_shim;
+
+class NodeRunnerTest : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    rank_shim.clear();
+    if (GetParam()) {
+      rank_shim = RankShimBesideThisProgram();
+      ASSERT_FALSE(rank_shim.empty()) << "tupa-rank-shim is not built";
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(BothWays, NodeRunnerTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "RankShimProgram" : "ForkedShim";
+                         });
+
+// Which way this instance runs, for paths of its own (the two may run at
+// once under ctest -j).
+std::string Way() { return rank_shim.empty() ? "fork" : "shim"; }
+
 NodeRunnerOptions Options(std::vector<std::vector<std::string>> argvs,
                           Result* result) {
   NodeRunnerOptions o;
+  o.rank_shim = rank_shim;
   for (size_t i = 0; i < argvs.size(); ++i) {
     RankProcess r;
     r.global_rank = static_cast<int>(i);
@@ -29,8 +55,10 @@ NodeRunnerOptions Options(std::vector<std::vector<std::string>> argvs,
     r.env["TUPA_TEST_RANK"] = std::to_string(i);
     o.ranks.push_back(r);
   }
-  o.log_dir = testing::TempDir() + "/node_runner_" +
-              testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string name =
+      testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  o.log_dir = testing::TempDir() + "/node_runner_" + name;
   std::filesystem::remove_all(o.log_dir);  // logs are appended to
   o.kill_grace = absl::Seconds(1);
   o.on_exit = [result](int code, const std::string& message) {
@@ -69,7 +97,7 @@ std::string FirstLogLine(const NodeRunnerOptions& o, int rank) {
   return line;
 }
 
-TEST(NodeRunner, AllRanksSucceedAndLogPerRank) {
+TEST_P(NodeRunnerTest, AllRanksSucceedAndLogPerRank) {
   Result result;
   auto o = Options({{"sh", "-c", "echo hello from $TUPA_TEST_RANK"},
                     {"sh", "-c", "echo hello from $TUPA_TEST_RANK"}},
@@ -81,7 +109,7 @@ TEST(NodeRunner, AllRanksSucceedAndLogPerRank) {
   EXPECT_EQ(FirstLogLine(o, 1), "hello from 1");
 }
 
-TEST(NodeRunner, OneFailingRankKillsTheOthers) {
+TEST_P(NodeRunnerTest, OneFailingRankKillsTheOthers) {
   Result result;
   NodeRunner runner(
       Options({{"sh", "-c", "exit 3"}, {"sleep", "300"}}, &result));
@@ -92,7 +120,7 @@ TEST(NodeRunner, OneFailingRankKillsTheOthers) {
   for (int pid : runner.pids()) EXPECT_FALSE(Alive(pid));
 }
 
-TEST(NodeRunner, CancelKillsEveryProcessGroupIncludingChildren) {
+TEST_P(NodeRunnerTest, CancelKillsEveryProcessGroupIncludingChildren) {
   Result result;
   // Each rank starts a grandchild in its group; both must die.
   NodeRunner runner(Options({{"sh", "-c", "sleep 300 & sleep 300; wait"},
@@ -108,7 +136,7 @@ TEST(NodeRunner, CancelKillsEveryProcessGroupIncludingChildren) {
   }
 }
 
-TEST(NodeRunner, MaxRuntimeKillsTheNode) {
+TEST_P(NodeRunnerTest, MaxRuntimeKillsTheNode) {
   Result result;
   auto o = Options({{"sleep", "300"}}, &result);
   o.max_runtime = absl::Milliseconds(300);
@@ -119,7 +147,7 @@ TEST(NodeRunner, MaxRuntimeKillsTheNode) {
   EXPECT_NE(result.message.find("max_runtime exceeded"), std::string::npos);
 }
 
-TEST(NodeRunner, MissingProgramFailsWith127) {
+TEST_P(NodeRunnerTest, MissingProgramFailsWith127) {
   Result result;
   NodeRunner runner(Options({{"/nonexistent/program"}}, &result));
   runner.Start();
@@ -127,9 +155,9 @@ TEST(NodeRunner, MissingProgramFailsWith127) {
   EXPECT_EQ(result.code, 127);
 }
 
-TEST(NodeRunner, FindsTheCommandOnTheRanksOwnPath) {
+TEST_P(NodeRunnerTest, FindsTheCommandOnTheRanksOwnPath) {
   // A program that exists only on the PATH the job's env gives its rank.
-  const std::string bin = testing::TempDir() + "/node_runner_path_bin";
+  const std::string bin = testing::TempDir() + "/node_runner_path_bin_" + Way();
   std::filesystem::create_directories(bin);
   const std::string program = bin + "/tupa-test-only-on-job-path";
   {
@@ -146,13 +174,13 @@ TEST(NodeRunner, FindsTheCommandOnTheRanksOwnPath) {
   EXPECT_EQ(result.code, 7);  // ran it; 127 would mean not found
 }
 
-TEST(NodeRunner, RanksInheritNoDescriptorOfTheWorker) {
+TEST_P(NodeRunnerTest, RanksInheritNoDescriptorOfTheWorker) {
   // A descriptor the worker holds without O_CLOEXEC (like the write end of
   // another node's output pipe, which the shim held because it never
   // execs): the rank must not get it.
   // Moved above the low numbers: the listing shell's own pipe to `tr`
   // (3 and 4 while it forks) must not be taken for it.
-  const std::string held = testing::TempDir() + "/node_runner_held_fd";
+  const std::string held = testing::TempDir() + "/node_runner_held_fd_" + Way();
   const int low = open(held.c_str(), O_CREAT | O_WRONLY, 0600);
   ASSERT_GE(low, 3);
   const int fd = fcntl(low, F_DUPFD, 50);  // no FD_CLOEXEC, like `low`
@@ -171,7 +199,7 @@ TEST(NodeRunner, RanksInheritNoDescriptorOfTheWorker) {
       << "the rank's descriptors: " << fds;
 }
 
-TEST(NodeRunner, AProcessThatLeftTheRankGroupDoesNotHoldTheNodeOpen) {
+TEST_P(NodeRunnerTest, AProcessThatLeftTheRankGroupDoesNotHoldTheNodeOpen) {
   // The rank exits at once, leaving a child in a session of its own that
   // keeps the output pipe open for 30 s.
   Result result;
@@ -184,7 +212,7 @@ TEST(NodeRunner, AProcessThatLeftTheRankGroupDoesNotHoldTheNodeOpen) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
-TEST(NodeRunner, AWorkDirThatCannotBeEnteredFailsWithAMessage) {
+TEST_P(NodeRunnerTest, AWorkDirThatCannotBeEnteredFailsWithAMessage) {
   Result result;
   NodeRunnerOptions o = Options({{"true"}}, &result);
   o.work_dir = o.log_dir + "/no-such-work-dir";
