@@ -313,6 +313,8 @@ int ReplayOnce(std::map<std::string, std::string>& flags,
       r.never_fit, r.avg_jct_s, r.p95_jct_s, r.avg_wait_s, r.p95_wait_s,
       r.makespan_s, r.gpu_utilisation, r.arrival_window_utilisation, r.passes,
       extra.c_str());
+  // idle-compare prints a line per policy as each ends, also into a pipe.
+  std::fflush(stdout);
   return 0;
 }
 
