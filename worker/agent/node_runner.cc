@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,13 +71,8 @@ pid_t SpawnShim(const std::string& shim, pid_t parent, int out_fd,
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setpgroup(&attr, 0);
-  // Signal dispositions as across fork and exec (handled ones reset,
-  // ignored ones kept); the shim sets its own.
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  // Signal mask and dispositions: the shim sets its own (rank_shim.h).
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
   const int rc =
       posix_spawn(&pid, shim.c_str(), &actions, &attr, argv.data(), envp);
