@@ -22,7 +22,10 @@
 # queued behind the simulated workers' callbacks. Everything this script
 # starts is stopped by pid on exit.
 #
-# Environment: TUPA_BIN_DIR (default build/bin).
+# Environment: TUPA_BIN_DIR (default build/bin). TUPA_BENCH_PG_STATS=FILE:
+# PostgreSQL runs with pg_stat_statements and FILE gets, after the run,
+# its statements by total execution time (calls, rows, ms): what the
+# database did per job.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${TUPA_BIN_DIR:-$ROOT/build/bin}
@@ -58,6 +61,9 @@ cleanup() {
   stop_submit_stack
 }
 trap cleanup EXIT
+if [[ -n ${TUPA_BENCH_PG_STATS:-} ]]; then
+  export TUPA_PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'"
+fi
 start_submit_stack on --worker-timeout "$worker_timeout"
 
 if (( real_workers > 0 )); then
@@ -107,6 +113,15 @@ if [[ -n $reader_pid ]]; then
   wait "$reader_pid" || { echo "bench/fleet.sh: the reader failed:" >&2; tail -n 5 "$work/reader.log" >&2; }
   reader_pid=
   cat "$work/reader.json"
+fi
+
+if [[ -n ${TUPA_BENCH_PG_STATS:-} ]]; then
+  pg_stats_sql="SELECT calls, rows, round(total_exec_time::numeric, 1) AS total_ms,
+      round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40"
+  { psql "$url" -qX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null &&
+    psql "$url" -X -c "SELECT sum(xact_commit) AS commits FROM pg_stat_database" &&
+    psql "$url" -X -c "$pg_stats_sql"; } >"$TUPA_BENCH_PG_STATS" 2>&1 || true
 fi
 
 if (( restart_check )); then

@@ -21,6 +21,10 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, data_dir, ".tupa-scheduler", "directory for job logs");
 ABSL_FLAG(std::string, worker_timeout, "15s",
           "a worker silent this long is lost and its jobs requeue");
+ABSL_FLAG(std::string, max_heartbeats_per_s, "250",
+          "the whole fleet's heartbeats per second: past it workers beat less "
+          "often than every 1s, up to a third of --worker-timeout (0: no "
+          "limit)");
 ABSL_FLAG(std::string, metrics_listen, ":9464",
           "Prometheus /metrics address (empty: none)");
 ABSL_FLAG(std::string, config, "", "scheduler config YAML merged over flags");
@@ -57,6 +61,10 @@ absl::Status OptionsFromFlags(
       options.core.worker_timeout,
       tupa::scheduler::ParseWorkerTimeout(absl::GetFlag(FLAGS_worker_timeout),
                                           "--worker-timeout"));
+  ASSIGN_OR_RETURN(options.core.max_heartbeats_per_second,
+                   tupa::scheduler::ParseMaxHeartbeatsPerSecond(
+                       absl::GetFlag(FLAGS_max_heartbeats_per_s),
+                       "--max-heartbeats-per-s"));
   ASSIGN_OR_RETURN(options.core.policy,
                    tupa::scheduler::ParseSchedulerPolicy(
                        absl::GetFlag(FLAGS_policy), "--policy"));

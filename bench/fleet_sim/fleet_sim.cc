@@ -187,6 +187,7 @@ absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
   if (o.workers == 0 && !o.submitted_only)
     poller = new CompletionPoller(o.scheduler, 16, tracker, timers, rpc_errors);
 
+  const long heartbeats_before = fleet->heartbeats.load();
   prober->Start();
   submitter->Start();
   if (poller) poller->Start();
@@ -256,6 +257,11 @@ absl::StatusOr<FleetReport> RunFleetSim(const FleetSimOptions& o) {
     r.scheduler_cpu_s_per_1000_jobs =
         r.scheduler_cpu_s * 1000.0 / static_cast<double>(per);
   r.wall_s = absl::ToDoubleSeconds(ended - began);
+  if (r.wall_s > 0)
+    r.heartbeats_per_s =
+        static_cast<double>(fleet->heartbeats.load() - heartbeats_before) /
+        r.wall_s;
+  r.heartbeat_interval_ms = fleet->heartbeat_interval_ms.load();
 
   // Timers stopped first: no node ends after it was recorded unfinished.
   for (auto& w : *workers) w->Stop();

@@ -74,6 +74,8 @@ std::string ToJson(const FleetReport& r) {
       ", \"workers_lost_reconnects\": ", r.workers_lost_reconnects,
       ", \"connect_failures\": ", r.connect_failures,
       ", \"assigns\": ", r.assigns,
+      ", \"heartbeats_per_s\": ", Rate(r.heartbeats_per_s),
+      ", \"heartbeat_interval_ms\": ", r.heartbeat_interval_ms,
       ", \"max_running_nodes_on_a_worker\": ", r.max_running_nodes_on_a_worker,
       ", \"scheduler_cpu_s\": ", Rate(r.scheduler_cpu_s),
       ", \"scheduler_cpu_s_per_1000_jobs\": ",

@@ -42,6 +42,10 @@ struct FleetReport {
   long workers_lost_reconnects = 0;
   long connect_failures = 0;
   long assigns = 0;
+  // Heartbeats the simulated workers sent per second over the run, and the
+  // interval the scheduler last asked for (0: never changed from Welcome).
+  double heartbeats_per_s = 0;
+  int heartbeat_interval_ms = 0;
   int max_running_nodes_on_a_worker = 0;
   double scheduler_cpu_s = -1;
   double scheduler_cpu_s_per_1000_jobs = -1;

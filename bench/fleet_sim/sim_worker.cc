@@ -178,6 +178,15 @@ void SimWorker::OnMessage(uint64_t session, WorkerStream& from,
     case v1::SchedulerMessage::kAssign:
       OnAssign(from, m.assign());
       return;
+    case v1::SchedulerMessage::kHeartbeatAck:
+      // The scheduler slows a large fleet's heartbeats (heartbeat_rate.h).
+      if (m.heartbeat_ack().heartbeat_interval_ms() > 0) {
+        absl::MutexLock lock(&mu_);
+        heartbeat_ = absl::Milliseconds(m.heartbeat_ack().heartbeat_interval_ms());
+        fleet_->heartbeat_interval_ms.store(
+            m.heartbeat_ack().heartbeat_interval_ms());
+      }
+      return;
     case v1::SchedulerMessage::kCancel: {
       std::vector<v1::WorkerMessage> out;
       {
@@ -336,7 +345,10 @@ void SimWorker::Heartbeat(uint64_t session) {
     s = stream_;
     next = heartbeat_;
   }
-  if (s) s->Send(std::move(beat));
+  if (s) {
+    s->Send(std::move(beat));
+    fleet_->heartbeats.fetch_add(1);
+  }
   fleet_->timers->After(next, [this, session] { Heartbeat(session); });
 }
 

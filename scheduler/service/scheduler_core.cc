@@ -34,7 +34,11 @@ SchedulerCore::SchedulerCore(Stores* stores, SchedulerOptions options)
       worker_store_(&stores->workers()),
       options_(std::move(options)),
       logs_(absl::StrCat(options_.data_dir, "/logs")),
-      submits_(job_store_) {}
+      submits_(job_store_) {
+  heartbeat_interval_ms_ =
+      absl::ToInt64Milliseconds(options_.heartbeat_interval);
+  metrics_->SetHeartbeatInterval(options_.heartbeat_interval);
+}
 
 SchedulerCore::~SchedulerCore() { Shutdown(); }
 
@@ -300,7 +304,9 @@ void SchedulerCore::CheckLeases(absl::Time now) {
     return it != worker_allocs_.end() && !it->second.empty();
   };
   std::vector<std::string> lost;
+  int connected = 0;
   for (auto& [id, w] : workers_) {
+    if (w.session != nullptr) ++connected;
     const auto state = w.info.state();
     // Not up but holding allocations: stored LOST or OFFLINE by a scheduler
     // that crashed before it requeued the jobs. It gets a lease to
@@ -317,6 +323,16 @@ void SchedulerCore::CheckLeases(absl::Time now) {
       continue;
     }
     lost.push_back(id);
+  }
+  const HeartbeatRate rate{options_.heartbeat_interval,
+                           options_.max_heartbeats_per_second,
+                           options_.worker_timeout};
+  const int64_t interval_ms =
+      absl::ToInt64Milliseconds(rate.IntervalFor(connected));
+  if (heartbeat_interval_ms_.exchange(interval_ms) != interval_ms) {
+    metrics_->SetHeartbeatInterval(absl::Milliseconds(interval_ms));
+    LOG(INFO) << "heartbeat interval " << interval_ms << " ms for "
+              << connected << " connected workers";
   }
   for (const std::string& id : lost)
     WorkerLost(

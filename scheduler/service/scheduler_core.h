@@ -47,6 +47,7 @@
 #include "scheduler/pricing/cost.h"
 #include "scheduler/pricing/price_catalog.h"
 #include "scheduler/service/fleet_shapes.h"
+#include "scheduler/service/heartbeat_rate.h"
 #include "scheduler/service/log_store.h"
 #include "scheduler/service/port_blocks.h"
 #include "scheduler/service/read_view.h"
@@ -67,7 +68,12 @@ namespace tupa::scheduler {
 struct SchedulerOptions {
   absl::Duration worker_timeout = absl::Seconds(15);
   absl::Duration cycle_interval = absl::Milliseconds(200);
+  // Workers heartbeat every heartbeat_interval, or less often once the
+  // fleet would send more than max_heartbeats_per_second in all (0: no
+  // limit); never less often than a third of worker_timeout
+  // (heartbeat_rate.h).
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  double max_heartbeats_per_second = 250;
   std::string data_dir = ".";  // logs live under <data_dir>/logs
   int master_port_base = 29500;
   int master_port_count = 2000;
@@ -146,6 +152,12 @@ class SchedulerCore {
     HandleWorkerMessages({{session, &message}});
   }
   void DisconnectWorker(const std::shared_ptr<WorkerSession>& session);
+  // The interval workers are told to heartbeat at (in the Welcome and
+  // every HeartbeatAck): options' heartbeat_interval, longer for a large
+  // fleet (heartbeat_rate.h); refreshed every cycle.
+  absl::Duration HeartbeatInterval() const {
+    return absl::Milliseconds(heartbeat_interval_ms_.load());
+  }
 
   // Blocks until the view changed after `seen` or `timeout` passed;
   // returns the current change counter.
@@ -569,6 +581,8 @@ class SchedulerCore {
   std::vector<ActiveJob> arrivals_ ABSL_GUARDED_BY(arrivals_mu_);
   // arrivals_ is not empty: read by the loop's wait condition.
   std::atomic<bool> has_arrivals_{false};
+  // HeartbeatInterval(), set by CheckLeases from the connected workers.
+  std::atomic<int64_t> heartbeat_interval_ms_{1000};
   // Jobs whose ReadView entry is stale, and the last entries of jobs the
   // view forgot (ForgetIfDone), published by PublishReads.
   std::set<int64_t> dirty_jobs_ ABSL_GUARDED_BY(mu_);

@@ -85,7 +85,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
 
   v1::SchedulerMessage welcome;
   welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int32_t>(
-      absl::ToInt64Milliseconds(options_.heartbeat_interval)));
+      absl::ToInt64Milliseconds(HeartbeatInterval())));
   // The worker fences itself when it has no ack for this long (DESIGN §5).
   welcome.mutable_welcome()->set_lease_ms(
       absl::ToInt64Milliseconds(options_.worker_timeout));
@@ -244,6 +244,10 @@ void SchedulerCore::WorkerLost(const std::string& id,
 void SchedulerCore::HandleWorkerMessages(
     const std::vector<WorkerInput>& inputs) {
   if (inputs.empty()) return;
+  size_t heartbeats = 0;
+  for (const WorkerInput& input : inputs)
+    heartbeats += input.message->has_heartbeat();
+  metrics_->HeartbeatsReceived(heartbeats);
   absl::MutexLock lock(&mu_);
   for (const WorkerInput& input : inputs)
     HandleWorkerMessageLocked(input.session, *input.message);
@@ -416,7 +420,7 @@ void SchedulerCore::OnGangNodeFailed(ActiveJob& job, int32_t exit_code,
     return;  // the first failed node's exit is the job's
   job.gang_failure = ActiveJob::NodeFailure{
       job.job.attempt(), exit_code, message,
-      absl::Now() + kGangFailureGrace * options_.heartbeat_interval};
+      absl::Now() + kGangFailureGrace * HeartbeatInterval()};
   gang_failures_.insert(job.job.id());
   LOG(INFO) << "job " << job.job.id() << " attempt " << job.job.attempt()
             << ": " << message << "; failing it unless a peer's worker is lost";
@@ -471,7 +475,7 @@ bool SchedulerCore::PeerUnreachable(int64_t job_id, int32_t attempt,
     if (w == workers_.end()) continue;
     if (w->second.session == nullptr ||
         now - w->second.last_seen >
-            kGangFailureGrace * options_.heartbeat_interval)
+            kGangFailureGrace * HeartbeatInterval())
       return true;
   }
   return false;

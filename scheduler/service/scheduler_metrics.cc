@@ -145,6 +145,18 @@ SchedulerMetrics::SchedulerMetrics()
                         .Help("Workers declared lost (lease expired).")
                         .Register(*registry_)
                         .Add({})),
+      heartbeats_(prometheus::BuildCounter()
+                      .Name("tupa_worker_heartbeats_total")
+                      .Help("Heartbeats received from workers.")
+                      .Register(*registry_)
+                      .Add({})),
+      heartbeat_interval_(
+          prometheus::BuildGauge()
+              .Name("tupa_worker_heartbeat_interval_seconds")
+              .Help("The heartbeat interval workers are told to use (grows "
+                    "with the fleet: --max-heartbeats-per-s).")
+              .Register(*registry_)
+              .Add({})),
       idle_shutdowns_(prometheus::BuildCounter()
                           .Name("tupa_idle_shutdowns_total")
                           .Help("Workers stopped by the idle policy.")
@@ -288,6 +300,14 @@ void SchedulerMetrics::JobFinished(int64_t job_id, const std::string& team,
 }
 
 void SchedulerMetrics::WorkerLost() { workers_lost_.Increment(); }
+
+void SchedulerMetrics::HeartbeatsReceived(size_t n) {
+  if (n > 0) heartbeats_.Increment(static_cast<double>(n));
+}
+
+void SchedulerMetrics::SetHeartbeatInterval(absl::Duration interval) {
+  heartbeat_interval_.Set(absl::ToDoubleSeconds(interval));
+}
 
 void SchedulerMetrics::IdleShutdown(const std::string& gpu_type,
                                     double saved_per_hour) {

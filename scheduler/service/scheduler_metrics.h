@@ -86,6 +86,10 @@ class SchedulerMetrics {
   void JobRequeued(int64_t job_id, const std::string& team, absl::Time now);
   void JobFinished(int64_t job_id, const std::string& team, v1::JobState state);
   void WorkerLost();
+  // Heartbeats received, and the interval workers are told to beat at
+  // (heartbeat_rate.h).
+  void HeartbeatsReceived(size_t n);
+  void SetHeartbeatInterval(absl::Duration interval);
   // One commit of the loop's write batch, of `changes` job state changes.
   void BatchCommitted(size_t changes);
   // Idle policy (scheduler/idle): shutdowns with the money they save per
@@ -137,6 +141,8 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>& requeues_;
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Counter& workers_lost_;
+  prometheus::Counter& heartbeats_;
+  prometheus::Gauge& heartbeat_interval_;
   prometheus::Family<prometheus::Counter>& idle_shutdowns_;
   prometheus::Family<prometheus::Counter>& saved_per_hour_;
   prometheus::Family<prometheus::Counter>& scale_ups_;

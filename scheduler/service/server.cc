@@ -5,6 +5,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -115,6 +116,15 @@ absl::StatusOr<absl::Duration> ParseWorkerTimeout(const std::string& value,
   return timeout;
 }
 
+absl::StatusOr<double> ParseMaxHeartbeatsPerSecond(const std::string& value,
+                                                   const std::string& field) {
+  double rate = 0;
+  if (!absl::SimpleAtod(value, &rate) || !std::isfinite(rate) || rate < 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be a number >= 0 (0: no limit), not \"", value, "\""));
+  return rate;
+}
+
 absl::StatusOr<std::pair<int, int>> ParsePortRange(const std::string& value,
                                                    const std::string& field) {
   const std::vector<std::string> ends = absl::StrSplit(value, '-');
@@ -203,6 +213,9 @@ absl::Status MergeConfigFile(const std::string& path,
     } else if (key == "worker_timeout") {
       ASSIGN_OR_RETURN(options.core.worker_timeout,
                        ParseWorkerTimeout(value, "worker_timeout"));
+    } else if (key == "max_heartbeats_per_s") {
+      ASSIGN_OR_RETURN(options.core.max_heartbeats_per_second,
+                       ParseMaxHeartbeatsPerSecond(value, key));
     } else if (key == "policy") {
       ASSIGN_OR_RETURN(options.core.policy,
                        ParseSchedulerPolicy(value, "policy"));

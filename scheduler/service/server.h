@@ -56,6 +56,11 @@ absl::StatusOr<PlacementOptions::Policy> ParseSchedulerPolicy(
 absl::StatusOr<absl::Duration> ParseWorkerTimeout(const std::string& value,
                                                   const std::string& field);
 
+// The fleet's heartbeats per second: a number >= 0 (0: no limit), or
+// InvalidArgument naming `field`.
+absl::StatusOr<double> ParseMaxHeartbeatsPerSecond(const std::string& value,
+                                                   const std::string& field);
+
 // A port range "FIRST-LAST" (inclusive, 1024-65535, at least 3 ports) as
 // (first, count), or InvalidArgument naming `field`. The `job_ports`
 // setting: the ports the scheduler gives jobs' rendezvous, Horovod and

@@ -219,6 +219,9 @@ void WorkerInbox::Run() {
         v1::SchedulerMessage ack;
         ack.mutable_heartbeat_ack()->set_seq(
             batch[i].message->heartbeat().seq());
+        ack.mutable_heartbeat_ack()->set_heartbeat_interval_ms(
+            static_cast<int32_t>(
+                absl::ToInt64Milliseconds(core_->HeartbeatInterval())));
         batch[i].session->Push(std::move(ack));
       }
       batched[i]->ReadNext();

@@ -150,8 +150,12 @@ void Agent::FenceIfLeaseExpired(absl::Time now) {
   }
 }
 
-void Agent::OnHeartbeatAck(uint64_t seq) {
+void Agent::OnHeartbeatAck(const v1::HeartbeatAck& ack) {
+  const uint64_t seq = ack.seq();
   absl::MutexLock lock(&mu_);
+  // A large fleet beats less often (the scheduler's --max-heartbeats-per-s).
+  if (ack.heartbeat_interval_ms() > 0)
+    heartbeat_ = absl::Milliseconds(ack.heartbeat_interval_ms());
   while (!unacked_heartbeats_.empty() &&
          unacked_heartbeats_.front().first <= seq) {
     if (unacked_heartbeats_.front().first == seq)
@@ -306,7 +310,7 @@ void Agent::OnMessage(const v1::SchedulerMessage& message) {
       OnShutdown(message.shutdown().reason());
       break;
     case v1::SchedulerMessage::kHeartbeatAck:
-      OnHeartbeatAck(message.heartbeat_ack().seq());
+      OnHeartbeatAck(message.heartbeat_ack());
       break;
     case v1::SchedulerMessage::kExitAck: {
       const v1::NodeExitAck& ack = message.exit_ack();

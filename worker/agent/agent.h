@@ -121,7 +121,9 @@ class Agent {
   // Fences every running node once the lease has run out; until Stop().
   void FenceWatch();
   void FenceIfLeaseExpired(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnHeartbeatAck(uint64_t seq);
+  // Renews the lease from the acked heartbeat and adopts the interval the
+  // scheduler asks for.
+  void OnHeartbeatAck(const v1::HeartbeatAck& ack);
   // agent_metrics.cc: which rank process groups hold which device.
   std::vector<DeviceUse> DeviceUses();
   std::unique_ptr<WorkerMetrics> MakeMetrics();
