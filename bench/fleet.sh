@@ -4,7 +4,7 @@
 # ports, driven by tupa-fleet-sim; prints the simulator's JSON line.
 #
 #   bench/fleet.sh [--real-workers N] [--worker-timeout D] [--restart-check]
-#                  [--reader] [SIM FLAGS...]
+#                  [--reader] [--sim-nice N] [SIM FLAGS...]
 #
 # SIM FLAGS go to tupa-fleet-sim as given (e.g. --workers 1000 --jobs
 # 20000 --runtime-ms 2000-5000); --scheduler and --scheduler-pid are set
@@ -22,6 +22,11 @@
 # queued behind the simulated workers' callbacks. Everything this script
 # starts is stopped by pid on exit.
 #
+# --sim-nice N runs the simulated fleet (not the reader) at nice N: on one
+# machine the 1,000 simulated workers take CPU that real workers, on
+# their own hosts, never take from the scheduler; at a lower priority
+# they get what the scheduler and PostgreSQL leave.
+#
 # Environment: TUPA_BIN_DIR (default build/bin). TUPA_BENCH_PG_STATS=FILE:
 # PostgreSQL runs with pg_stat_statements and FILE gets, after the run,
 # its statements by total execution time (calls, rows, ms): what the
@@ -34,6 +39,7 @@ real_workers=0
 worker_timeout=15s
 restart_check=0
 reader=0
+sim_nice=0
 sim_args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -41,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --worker-timeout) worker_timeout=$2; shift 2 ;;
     --restart-check) restart_check=1; shift ;;
     --reader) reader=1; shift ;;
+    --sim-nice) sim_nice=$2; shift 2 ;;
     *) sim_args+=("$1"); shift ;;
   esac
 done
@@ -101,7 +108,7 @@ if (( reader )); then
     --duration-limit-s 7200 >"$work/reader.json" 2>"$work/reader.log" &
   reader_pid=$!
 fi
-"$BIN/tupa-fleet-sim" --scheduler "127.0.0.1:$port" --scheduler-pid "$sched_pid" \
+nice -n "$sim_nice" "$BIN/tupa-fleet-sim" --scheduler "127.0.0.1:$port" --scheduler-pid "$sched_pid" \
   "${sim_args[@]}" 2>"$work/sim.log" || {
   rc=$?
   tail -n 20 "$work/sim.log" >&2

@@ -61,10 +61,10 @@ absl::Status OptionsFromFlags(
       options.core.worker_timeout,
       tupa::scheduler::ParseWorkerTimeout(absl::GetFlag(FLAGS_worker_timeout),
                                           "--worker-timeout"));
-  ASSIGN_OR_RETURN(options.core.max_heartbeats_per_second,
-                   tupa::scheduler::ParseMaxHeartbeatsPerSecond(
-                       absl::GetFlag(FLAGS_max_heartbeats_per_s),
-                       "--max-heartbeats-per-s"));
+  ASSIGN_OR_RETURN(
+      options.core.max_heartbeats_per_second,
+      tupa::scheduler::ParseMaxHeartbeatsPerSecond(
+          absl::GetFlag(FLAGS_max_heartbeats_per_s), "--max-heartbeats-per-s"));
   ASSIGN_OR_RETURN(options.core.policy,
                    tupa::scheduler::ParseSchedulerPolicy(
                        absl::GetFlag(FLAGS_policy), "--policy"));

@@ -50,7 +50,10 @@ ABSL_FLAG(double, submit_rate, 0,
           "the clients' acks allow)");
 ABSL_FLAG(std::string, mix, "default",
           "job mix: KIND[:WEIGHT],... with KIND 1 2 4 8 0.5 gang none cpu; "
-          "default = 1:30,2:15,4:15,8:15,gang:5,0.5:20");
+          "default = 1:30,2:15,4:15,8:15,gang:5,0.5:20 (3.3 GPUs a job); "
+          "openb = the Alibaba openb pods' requests, "
+          "1:3911,0.5:3078,cpu:1088,8:44,2:16,4:15,gang:10 (0.75 GPU a "
+          "job)");
 ABSL_FLAG(std::string, runtime_ms, "2000-5000",
           "simulated run time of each job, uniform in MIN-MAX (or one value)");
 ABSL_FLAG(int, retries, 2, "JobSpec.retries of every job");

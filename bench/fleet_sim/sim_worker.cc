@@ -182,7 +182,8 @@ void SimWorker::OnMessage(uint64_t session, WorkerStream& from,
       // The scheduler slows a large fleet's heartbeats (heartbeat_rate.h).
       if (m.heartbeat_ack().heartbeat_interval_ms() > 0) {
         absl::MutexLock lock(&mu_);
-        heartbeat_ = absl::Milliseconds(m.heartbeat_ack().heartbeat_interval_ms());
+        heartbeat_ =
+            absl::Milliseconds(m.heartbeat_ack().heartbeat_interval_ms());
         fleet_->heartbeat_interval_ms.store(
             m.heartbeat_ack().heartbeat_interval_ms());
       }

@@ -65,9 +65,9 @@ struct FleetContext {
   std::atomic<long> welcomed{0};          // workers with a live session
   std::atomic<long> connect_failures{0};  // streams that ended unwelcomed
   std::atomic<long> assigns{0};
-  std::atomic<long> heartbeats{0};        // sent, by every worker
+  std::atomic<long> heartbeats{0};            // sent, by every worker
   std::atomic<int> heartbeat_interval_ms{0};  // the last one the scheduler set
-  std::atomic<int> max_running_nodes{0};  // on any one worker, at once
+  std::atomic<int> max_running_nodes{0};      // on any one worker, at once
 };
 
 class SimWorker {

@@ -331,8 +331,8 @@ void SchedulerCore::CheckLeases(absl::Time now) {
       absl::ToInt64Milliseconds(rate.IntervalFor(connected));
   if (heartbeat_interval_ms_.exchange(interval_ms) != interval_ms) {
     metrics_->SetHeartbeatInterval(absl::Milliseconds(interval_ms));
-    LOG(INFO) << "heartbeat interval " << interval_ms << " ms for "
-              << connected << " connected workers";
+    LOG(INFO) << "heartbeat interval " << interval_ms << " ms for " << connected
+              << " connected workers";
   }
   for (const std::string& id : lost)
     WorkerLost(
@@ -545,7 +545,7 @@ void SchedulerCore::Schedule(absl::Time now) {
   std::vector<NodeView> nodes = NodeViews();
   const FitBounds bounds = FitBounds::Of(nodes);
   if (!bounds.any_schedulable) {  // nothing can start; keep it cheap
-    no_fit_.reset();  // and keep no list of arrivals while so
+    no_fit_.reset();              // and keep no list of arrivals while so
     return;
   }
   // A full fleet under a deep queue: no pending job fits even the best

@@ -84,8 +84,8 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
       std::make_shared<WorkerSession>(hello.worker_id(), next_session_++);
 
   v1::SchedulerMessage welcome;
-  welcome.mutable_welcome()->set_heartbeat_interval_ms(static_cast<int32_t>(
-      absl::ToInt64Milliseconds(HeartbeatInterval())));
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(HeartbeatInterval())));
   // The worker fences itself when it has no ack for this long (DESIGN §5).
   welcome.mutable_welcome()->set_lease_ms(
       absl::ToInt64Milliseconds(options_.worker_timeout));
@@ -474,8 +474,7 @@ bool SchedulerCore::PeerUnreachable(int64_t job_id, int32_t attempt,
     auto w = workers_.find(a->second.worker_id);
     if (w == workers_.end()) continue;
     if (w->second.session == nullptr ||
-        now - w->second.last_seen >
-            kGangFailureGrace * HeartbeatInterval())
+        now - w->second.last_seen > kGangFailureGrace * HeartbeatInterval())
       return true;
   }
   return false;

@@ -38,9 +38,9 @@ TEST_F(ConfigFileTest, ReadsMaxHeartbeatsAndNamesItWhenBad) {
   EXPECT_EQ(options_.core.max_heartbeats_per_second, 50);
   ASSERT_TRUE(Merge("max_heartbeats_per_s: 0\n").ok());
   EXPECT_EQ(options_.core.max_heartbeats_per_second, 0);
-  for (const char* bad : {"max_heartbeats_per_s: -1\n",
-                          "max_heartbeats_per_s: lots\n",
-                          "max_heartbeats_per_s: nan\n"}) {
+  for (const char* bad :
+       {"max_heartbeats_per_s: -1\n", "max_heartbeats_per_s: lots\n",
+        "max_heartbeats_per_s: nan\n"}) {
     absl::Status s = Merge(bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("max_heartbeats_per_s: must be a number >= 0"),
