@@ -69,7 +69,8 @@ cleanup() {
 }
 trap cleanup EXIT
 if [[ -n ${TUPA_BENCH_PG_STATS:-} ]]; then
-  export TUPA_PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'"
+  export TUPA_PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track_planning = on"
 fi
 start_submit_stack on --worker-timeout "$worker_timeout"
 
@@ -123,9 +124,9 @@ if [[ -n $reader_pid ]]; then
 fi
 
 if [[ -n ${TUPA_BENCH_PG_STATS:-} ]]; then
-  pg_stats_sql="SELECT calls, rows, round(total_exec_time::numeric, 1) AS total_ms,
-      round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
-    FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 40"
+  pg_stats_sql="SELECT calls, rows, round(total_exec_time::numeric, 1) AS exec_ms,
+      round(total_plan_time::numeric, 1) AS plan_ms, round(mean_exec_time::numeric, 3) AS mean_exec_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+    FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 25"
   { psql "$url" -qX -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null &&
     psql "$url" -X -c "SELECT sum(xact_commit) AS commits FROM pg_stat_database" &&
     psql "$url" -X -c "$pg_stats_sql"; } >"$TUPA_BENCH_PG_STATS" 2>&1 || true
