@@ -59,7 +59,7 @@ bench: build
 	run /usr/bin/python3 bench/trainer_cpu.py; \
 	run bench/submit.sh; \
 	run $(BUILD_DIR)/bin/tupa-bench-placement; \
-	run bench/fleet.sh --reader --workers 1000 --jobs 20000 --runtime-ms 2000-5000; \
+	run bench/fleet.sh --reader --workers 1000 --jobs 20000 --runtime-ms 2000-5000 --mix openb; \
 	run bench/fleet.sh --reader --restart-check --workers 1000 --jobs 100000 --mix 8 \
 	  --runtime-ms 3600000 --submitted-only --hold-s 60 --duration-limit-s 300; \
 	run bench/fleet.sh --real-workers 20 --jobs 2000 --runtime-ms 0; \
