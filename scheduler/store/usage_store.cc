@@ -117,10 +117,18 @@ absl::StatusOr<std::map<int64_t, JobUsage>> UsageStore::GetJobsUsage(
       [&](pqxx::work& w) -> absl::StatusOr<std::map<int64_t, JobUsage>> {
         pqxx::result r = w.exec_params(
             absl::StrCat(
-                "SELECT a.job_id, COALESCE(sum(", kGpuSeconds,
-                "), 0), sum(a.cost)::text, "
-                "COALESCE(max(a.currency), '') FROM allocations a "
-                "WHERE a.job_id = ANY($1::bigint[]) GROUP BY a.job_id"),
+                // One index probe per id (LATERAL), not `job_id = ANY(...)`
+                // or a join: on a table the planner has no statistics for
+                // yet (a new cluster's first minute) both scan it whole,
+                // for every page of `tupa list` (5.7 against 1.0 ms for
+                // 100 ids over 20,000 allocations).
+                "SELECT t.id, COALESCE(u.gpu_seconds, 0), u.cost, "
+                "COALESCE(u.currency, '') FROM unnest($1::bigint[]) AS t(id) "
+                "CROSS JOIN LATERAL (SELECT count(*) AS n, sum(",
+                kGpuSeconds,
+                ") AS gpu_seconds, sum(a.cost)::text AS cost, "
+                "max(a.currency) AS currency FROM allocations a "
+                "WHERE a.job_id = t.id) u WHERE u.n > 0"),
             id_array);
         std::map<int64_t, JobUsage> out;
         for (const auto& row : r) {
