@@ -158,6 +158,10 @@ class SchedulerCore {
   absl::Duration HeartbeatInterval() const {
     return absl::Milliseconds(heartbeat_interval_ms_.load());
   }
+  // The same, as the protocol's heartbeat_interval_ms carries it.
+  int32_t HeartbeatIntervalMs() const {
+    return static_cast<int32_t>(heartbeat_interval_ms_.load());
+  }
 
   // Blocks until the view changed after `seen` or `timeout` passed;
   // returns the current change counter.

@@ -84,8 +84,7 @@ absl::StatusOr<std::shared_ptr<WorkerSession>> SchedulerCore::ConnectWorker(
       std::make_shared<WorkerSession>(hello.worker_id(), next_session_++);
 
   v1::SchedulerMessage welcome;
-  welcome.mutable_welcome()->set_heartbeat_interval_ms(
-      static_cast<int32_t>(absl::ToInt64Milliseconds(HeartbeatInterval())));
+  welcome.mutable_welcome()->set_heartbeat_interval_ms(HeartbeatIntervalMs());
   // The worker fences itself when it has no ack for this long (DESIGN §5).
   welcome.mutable_welcome()->set_lease_ms(
       absl::ToInt64Milliseconds(options_.worker_timeout));
@@ -244,10 +243,6 @@ void SchedulerCore::WorkerLost(const std::string& id,
 void SchedulerCore::HandleWorkerMessages(
     const std::vector<WorkerInput>& inputs) {
   if (inputs.empty()) return;
-  size_t heartbeats = 0;
-  for (const WorkerInput& input : inputs)
-    heartbeats += input.message->has_heartbeat();
-  metrics_->HeartbeatsReceived(heartbeats);
   absl::MutexLock lock(&mu_);
   for (const WorkerInput& input : inputs)
     HandleWorkerMessageLocked(input.session, *input.message);
@@ -273,6 +268,7 @@ void SchedulerCore::HandleWorkerMessageLocked(
   };
   switch (message.msg_case()) {
     case v1::WorkerMessage::kHeartbeat:
+      metrics_->HeartbeatReceived();
       for (const v1::Device& sample : message.heartbeat().devices())
         for (v1::Device& d : *worker.info.mutable_devices())
           if (d.index() == sample.index()) {

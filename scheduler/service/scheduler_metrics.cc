@@ -301,9 +301,7 @@ void SchedulerMetrics::JobFinished(int64_t job_id, const std::string& team,
 
 void SchedulerMetrics::WorkerLost() { workers_lost_.Increment(); }
 
-void SchedulerMetrics::HeartbeatsReceived(size_t n) {
-  if (n > 0) heartbeats_.Increment(static_cast<double>(n));
-}
+void SchedulerMetrics::HeartbeatReceived() { heartbeats_.Increment(); }
 
 void SchedulerMetrics::SetHeartbeatInterval(absl::Duration interval) {
   heartbeat_interval_.Set(absl::ToDoubleSeconds(interval));

@@ -88,7 +88,7 @@ class SchedulerMetrics {
   void WorkerLost();
   // Heartbeats received, and the interval workers are told to beat at
   // (heartbeat_rate.h).
-  void HeartbeatsReceived(size_t n);
+  void HeartbeatReceived();
   void SetHeartbeatInterval(absl::Duration interval);
   // One commit of the loop's write batch, of `changes` job state changes.
   void BatchCommitted(size_t changes);

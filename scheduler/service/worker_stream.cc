@@ -220,8 +220,7 @@ void WorkerInbox::Run() {
         ack.mutable_heartbeat_ack()->set_seq(
             batch[i].message->heartbeat().seq());
         ack.mutable_heartbeat_ack()->set_heartbeat_interval_ms(
-            static_cast<int32_t>(
-                absl::ToInt64Milliseconds(core_->HeartbeatInterval())));
+            core_->HeartbeatIntervalMs());
         batch[i].session->Push(std::move(ack));
       }
       batched[i]->ReadNext();
