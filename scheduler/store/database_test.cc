@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <pqxx/pqxx>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/store/migrations.h"
@@ -20,6 +21,29 @@ TEST_F(DatabaseTest, MigrateIsIdempotent) {
   pqxx::work w(c);
   EXPECT_EQ(w.exec("SELECT count(*) FROM schema_migrations")[0][0].as<int>(),
             static_cast<int>(AllMigrations().size()));
+}
+
+// A job's state changes before its end are heap-only updates only while no
+// index of `jobs` (key or predicate) reads a column they set
+// (0017_job_state_changes_heap_only.sql).
+TEST_F(DatabaseTest, NoIndexOfJobsReadsWhatStateChangesSet) {
+  pqxx::connection c(url_);
+  pqxx::work w(c);
+  pqxx::result r = w.exec(
+      "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+      "WHERE indrelid = 'jobs'::regclass");
+  ASSERT_GE(r.size(), 2u);
+  for (const auto& row : r) {
+    const std::string def = row[0].c_str();
+    for (const char* column : {"state", "updated_at", "started_at"}) {
+      EXPECT_EQ(def.find(column), std::string::npos) << def;
+    }
+  }
+  // The rebuild's index: the jobs not yet finished.
+  EXPECT_EQ(w.exec("SELECT 1 FROM pg_indexes WHERE indexname = "
+                   "'jobs_unfinished_idx'")
+                .size(),
+            1u);
 }
 
 TEST(DatabaseConnect, UnreachableServerIsUnavailable) {

@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -107,42 +108,42 @@ Touched AssignIn(pqxx::work& w, const std::vector<WriteBatch::Assign>& assigns,
       started.push_back(n.started_at_ms);
     }
   }
-  pqxx::result r = w.exec_params(
-      absl::StrCat(
-          "WITH u AS (UPDATE jobs j SET state = 'ASSIGNED', updated_at = now() "
-          "FROM unnest($1::bigint[], $2::int[]) AS t(id, attempt) "
-          "WHERE j.id = t.id AND j.attempt = t.attempt AND "
-          "j.state = 'PENDING' RETURNING j.id, j.attempt), "
-          "n AS (INSERT INTO allocations (job_id, attempt, worker_id, "
-          "node_rank, device_indexes, gpu_share, master_port, region, "
-          "gpu_type, gpus, started_at) "
-          "SELECT n.job_id, n.attempt, n.worker_id, n.node_rank, "
-          "n.devices::int[], n.share, n.port, n.region, n.gpu_type, n.gpus, "
-          "to_timestamp(n.started_ms::float8 / 1000) "
-          "FROM unnest($3::bigint[], $4::int[], $5::text[], $6::int[], "
-          "$7::text[], $8::float8[], $9::int[], $10::text[], $11::text[], "
-          "$12::float8[], $13::bigint[]) AS n(job_id, attempt, worker_id, "
-          "node_rank, devices, share, port, region, gpu_type, gpus, "
-          "started_ms) JOIN u ON u.id = n.job_id AND u.attempt = n.attempt), ",
-          kEventsOfTouched, "'ASSIGNED', '' FROM u) SELECT id, attempt FROM u"),
-      Int64s(ids), Int32s(attempts), Int64s(job_ids), Int32s(job_attempts),
-      workers.Take(), Int32s(ranks), devices.Take(), Float64s(shares),
-      Int32s(ports), regions.Take(), types.Take(), Float64s(gpus),
-      Int64s(started));
+  static const std::string kSql = absl::StrCat(
+      "WITH u AS (UPDATE jobs j SET state = 'ASSIGNED', updated_at = now() "
+      "FROM unnest($1::bigint[], $2::int[]) AS t(id, attempt) "
+      "WHERE j.id = t.id AND j.attempt = t.attempt AND "
+      "j.state = 'PENDING' RETURNING j.id, j.attempt), "
+      "n AS (INSERT INTO allocations (job_id, attempt, worker_id, "
+      "node_rank, device_indexes, gpu_share, master_port, region, "
+      "gpu_type, gpus, started_at) "
+      "SELECT n.job_id, n.attempt, n.worker_id, n.node_rank, "
+      "n.devices::int[], n.share, n.port, n.region, n.gpu_type, n.gpus, "
+      "to_timestamp(n.started_ms::float8 / 1000) "
+      "FROM unnest($3::bigint[], $4::int[], $5::text[], $6::int[], "
+      "$7::text[], $8::float8[], $9::int[], $10::text[], $11::text[], "
+      "$12::float8[], $13::bigint[]) AS n(job_id, attempt, worker_id, "
+      "node_rank, devices, share, port, region, gpu_type, gpus, "
+      "started_ms) JOIN u ON u.id = n.job_id AND u.attempt = n.attempt), ",
+      kEventsOfTouched, "'ASSIGNED', '' FROM u) SELECT id, attempt FROM u");
+  pqxx::result r = store_internal::ExecPrepared(
+      w, "tupa_assign_jobs", kSql, Int64s(ids), Int32s(attempts),
+      Int64s(job_ids), Int32s(job_attempts), workers.Take(), Int32s(ranks),
+      devices.Take(), Float64s(shares), Int32s(ports), regions.Take(),
+      types.Take(), Float64s(gpus), Int64s(started));
   return TouchedRows(r);
 }
 
 Touched MarkRunningIn(pqxx::work& w, const std::vector<int64_t>& ids,
                       const std::vector<int32_t>& attempts) {
-  pqxx::result r = w.exec_params(
-      absl::StrCat(
-          "WITH u AS (UPDATE jobs j SET state = 'RUNNING', updated_at = now(), "
-          "started_at = COALESCE(j.started_at, now()) "
-          "FROM unnest($1::bigint[], $2::int[]) AS t(id, attempt) "
-          "WHERE j.id = t.id AND j.attempt = t.attempt AND "
-          "j.state = 'ASSIGNED' RETURNING j.id, j.attempt), ",
-          kEventsOfTouched, "'RUNNING', '' FROM u) SELECT id, attempt FROM u"),
-      Int64s(ids), Int32s(attempts));
+  static const std::string kSql = absl::StrCat(
+      "WITH u AS (UPDATE jobs j SET state = 'RUNNING', updated_at = now(), "
+      "started_at = COALESCE(j.started_at, now()) "
+      "FROM unnest($1::bigint[], $2::int[]) AS t(id, attempt) "
+      "WHERE j.id = t.id AND j.attempt = t.attempt AND "
+      "j.state = 'ASSIGNED' RETURNING j.id, j.attempt), ",
+      kEventsOfTouched, "'RUNNING', '' FROM u) SELECT id, attempt FROM u");
+  pqxx::result r = store_internal::ExecPrepared(w, "tupa_mark_running", kSql,
+                                                Int64s(ids), Int32s(attempts));
   return TouchedRows(r);
 }
 
@@ -160,7 +161,8 @@ void CloseAllocationsIn(pqxx::work& w,
     currencies.Add(c.currency);
     exits.Add(c.exit_code ? absl::StrCat(*c.exit_code) : "");
   }
-  w.exec_params(
+  store_internal::ExecPrepared(
+      w, "tupa_close_allocations",
       "UPDATE allocations a SET ended_at = GREATEST(a.started_at, "
       "to_timestamp(t.ended_ms::float8 / 1000)), "
       "cost = NULLIF(t.cost, '')::numeric, currency = NULLIF(t.currency, ''), "
@@ -186,18 +188,18 @@ Touched FinishJobsIn(pqxx::work& w,
     codes.push_back(f.exit_code);
     messages.Add(f.message);
   }
-  pqxx::result r = w.exec_params(
-      absl::StrCat(
-          "WITH u AS (UPDATE jobs j SET state = t.state, exit_code = "
-          "t.exit_code, message = t.message, finished_at = now(), "
-          "updated_at = now() FROM unnest($1::bigint[], $2::int[], "
-          "$3::text[], $4::int[], $5::text[]) AS t(id, attempt, state, "
-          "exit_code, message) WHERE j.id = t.id AND j.attempt = t.attempt "
-          "AND j.state IN ('PENDING', 'ASSIGNED', 'RUNNING') "
-          "RETURNING j.id, j.attempt, t.state, t.message), ",
-          kEventsOfTouched, "state, message FROM u) SELECT id, attempt FROM u"),
-      Int64s(ids), Int32s(attempts), states.Take(), Int32s(codes),
-      messages.Take());
+  static const std::string kSql = absl::StrCat(
+      "WITH u AS (UPDATE jobs j SET state = t.state, exit_code = "
+      "t.exit_code, message = t.message, finished_at = now(), "
+      "updated_at = now() FROM unnest($1::bigint[], $2::int[], "
+      "$3::text[], $4::int[], $5::text[]) AS t(id, attempt, state, "
+      "exit_code, message) WHERE j.id = t.id AND j.attempt = t.attempt "
+      "AND j.state IN ('PENDING', 'ASSIGNED', 'RUNNING') "
+      "RETURNING j.id, j.attempt, t.state, t.message), ",
+      kEventsOfTouched, "state, message FROM u) SELECT id, attempt FROM u");
+  pqxx::result r = store_internal::ExecPrepared(
+      w, "tupa_finish_jobs", kSql, Int64s(ids), Int32s(attempts), states.Take(),
+      Int32s(codes), messages.Take());
   return TouchedRows(r);
 }
 
@@ -213,7 +215,8 @@ void UpdateProgressIn(pqxx::work& w,
     attempts.push_back(it->job.attempt);
     json.Add(it->json);
   }
-  w.exec_params(
+  store_internal::ExecPrepared(
+      w, "tupa_update_progress",
       "UPDATE jobs j SET progress = t.progress::jsonb "
       "FROM unnest($1::bigint[], $2::int[], $3::text[]) "
       "AS t(id, attempt, progress) WHERE j.id = t.id AND j.attempt = t.attempt",

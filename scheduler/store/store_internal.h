@@ -10,6 +10,7 @@
 #include <optional>
 #include <pqxx/pqxx>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -90,6 +91,17 @@ inline std::string MoneyParam(const std::optional<pricing::Money>& m) {
 // A timestamptz SQL expression for parameter `$n` given in Unix ms.
 inline std::string MillisParam(int n) {
   return "to_timestamp($" + std::to_string(n) + "::float8 / 1000)";
+}
+
+// Runs `sql` as the prepared statement `name` of w's connection: pqxx
+// prepares it on the connection's first use (again after a reconnect) and
+// preparing the same definition again is a no-op, so a batch costs no
+// parse or plan (docs/benchmarks.md, "the write path's SQL").
+template <typename... Args>
+pqxx::result ExecPrepared(pqxx::transaction_base& w, const char* name,
+                          const std::string& sql, Args&&... args) {
+  w.conn().prepare(name, sql);
+  return w.exec_prepared(name, std::forward<Args>(args)...);
 }
 
 }  // namespace store_internal

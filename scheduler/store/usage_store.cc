@@ -59,7 +59,8 @@ UsageStore::LoadEndedNodesOfActiveJobs() {
         pqxx::result r = w.exec(
             "SELECT a.job_id, a.node_rank, a.exit_code FROM allocations a "
             "JOIN jobs j ON j.id = a.job_id AND j.attempt = a.attempt "
-            "WHERE j.state IN ('ASSIGNED', 'RUNNING') "
+            "WHERE j.finished_at IS NULL AND j.state IN ('ASSIGNED', "
+            "'RUNNING') "
             "AND a.ended_at IS NOT NULL ORDER BY a.job_id, a.node_rank");
         std::vector<EndedNode> out;
         for (const auto& row : r) {
@@ -115,21 +116,21 @@ absl::StatusOr<std::map<int64_t, JobUsage>> UsageStore::GetJobsUsage(
   const std::string id_array = absl::StrCat("{", absl::StrJoin(ids, ","), "}");
   return db_->RunTx<std::map<int64_t, JobUsage>>(
       [&](pqxx::work& w) -> absl::StatusOr<std::map<int64_t, JobUsage>> {
-        pqxx::result r = w.exec_params(
-            absl::StrCat(
-                // One index probe per id (LATERAL), not `job_id = ANY(...)`
-                // or a join: on a table the planner has no statistics for
-                // yet (a new cluster's first minute) both scan it whole,
-                // for every page of `tupa list` (5.7 against 1.0 ms for
-                // 100 ids over 20,000 allocations).
-                "SELECT t.id, COALESCE(u.gpu_seconds, 0), u.cost, "
-                "COALESCE(u.currency, '') FROM unnest($1::bigint[]) AS t(id) "
-                "CROSS JOIN LATERAL (SELECT count(*) AS n, sum(",
-                kGpuSeconds,
-                ") AS gpu_seconds, sum(a.cost)::text AS cost, "
-                "max(a.currency) AS currency FROM allocations a "
-                "WHERE a.job_id = t.id) u WHERE u.n > 0"),
-            id_array);
+        static const std::string kSql = absl::StrCat(
+            // One index probe per id (LATERAL), not `job_id = ANY(...)`
+            // or a join: on a table the planner has no statistics for
+            // yet (a new cluster's first minute) both scan it whole,
+            // for every page of `tupa list` (5.7 against 1.0 ms for
+            // 100 ids over 20,000 allocations).
+            "SELECT t.id, COALESCE(u.gpu_seconds, 0), u.cost, "
+            "COALESCE(u.currency, '') FROM unnest($1::bigint[]) AS t(id) "
+            "CROSS JOIN LATERAL (SELECT count(*) AS n, sum(",
+            kGpuSeconds,
+            ") AS gpu_seconds, sum(a.cost)::text AS cost, "
+            "max(a.currency) AS currency FROM allocations a "
+            "WHERE a.job_id = t.id) u WHERE u.n > 0");
+        pqxx::result r =
+            store_internal::ExecPrepared(w, "tupa_jobs_usage", kSql, id_array);
         std::map<int64_t, JobUsage> out;
         for (const auto& row : r) {
           JobUsage& u = out[row[0].as<int64_t>()];
