@@ -43,6 +43,13 @@ absl::StatusOr<std::unique_ptr<Database::Lease>> Database::Acquire() {
   if (conn == nullptr || !conn->is_open()) {
     try {
       conn = std::make_unique<pqxx::connection>(url_);
+      // The write path's statements are prepared (store_internal::
+      // ExecPrepared) but planned for each batch: a generic plan, cached
+      // per connection, is made for an array of unknown length and for the
+      // table sizes of that moment (a fresh cluster's first minute has no
+      // statistics), and scanned every open allocation for each close.
+      pqxx::nontransaction(*conn).exec(
+          "SET plan_cache_mode = force_custom_plan");
     } catch (...) {
       absl::MutexLock lock(&mu_);
       --outstanding_;

@@ -95,8 +95,9 @@ inline std::string MillisParam(int n) {
 
 // Runs `sql` as the prepared statement `name` of w's connection: pqxx
 // prepares it on the connection's first use (again after a reconnect) and
-// preparing the same definition again is a no-op, so a batch costs no
-// parse or plan (docs/benchmarks.md, "the write path's SQL").
+// preparing the same definition again is a no-op, so a batch is not parsed
+// again. It is planned again: Database's connections force custom plans
+// (database.cc).
 template <typename... Args>
 pqxx::result ExecPrepared(pqxx::transaction_base& w, const char* name,
                           const std::string& sql, Args&&... args) {
