@@ -60,6 +60,8 @@ bench: build
 	run bench/submit.sh; \
 	run $(BUILD_DIR)/bin/tupa-bench-placement; \
 	run bench/fleet.sh --reader --workers 1000 --jobs 20000 --runtime-ms 2000-5000 --mix openb; \
+	run bench/fleet.sh --reader --workers 1000 --jobs 20000 --runtime-ms 2000-5000 --mix openb --clients 128; \
+	run /usr/bin/python3 bench/pg_write_path.py --runs 1; \
 	run bench/fleet.sh --reader --restart-check --workers 1000 --jobs 100000 --mix 8 \
 	  --runtime-ms 3600000 --submitted-only --hold-s 60 --duration-limit-s 300; \
 	run bench/fleet.sh --real-workers 20 --jobs 2000 --runtime-ms 0; \
