@@ -35,6 +35,11 @@ def array(values, sql_type):
     return "ARRAY[%s]::%s[]" % (",".join(values), sql_type)
 
 
+def repeat(value, k, sql_type):
+    """An array of k copies of one SQL literal."""
+    return array([value] * k, sql_type)
+
+
 def batches(n, size):
     for start in range(1, n + 1, size):
         yield [str(i) for i in range(start, min(n + 1, start + size))]
@@ -60,13 +65,13 @@ def phases(n):
             "IS NOT NULL DO NOTHING RETURNING id, created_at) "
             "SELECT input.ord, job.id FROM job JOIN input USING (id);" %
             (array(["'job-%s'" % i for i in ids], "text"),
-             array(["'fleet'"] * k, "text"), array(["'fleet'"] * k, "text"),
-             array(["0"] * k, "int"), array([spec] * k, "bytea"),
+             repeat("'fleet'", k, "text"), repeat("'fleet'", k, "text"),
+             repeat("0", k, "int"), repeat(spec, k, "bytea"),
              array(["'key-%s'" % i for i in ids], "text"),
-             array(["0"] * k, "bigint")))
+             repeat("0", k, "bigint")))
     for ids in batches(n, 274):
         k = len(ids)
-        one = array(["1"] * k, "int")
+        one = repeat("1", k, "int")
         out["assign"].append(
             "BEGIN; WITH u AS (UPDATE jobs j SET state = 'ASSIGNED', "
             "updated_at = now() FROM unnest(%s, %s) AS t(id, attempt) WHERE "
@@ -83,13 +88,13 @@ def phases(n):
             "u; COMMIT;" %
             (array(ids, "bigint"), one, array(ids, "bigint"), one,
              array(["'sim-%d'" % (int(i) % 1000) for i in ids], "text"),
-             array(["0"] * k, "int"),
+             repeat("0", k, "int"),
              array(["'{%d}'" % (int(i) % 8) for i in ids], "text"),
-             array(["1"] * k, "float8"), array(["0"] * k, "int"),
-             array(["'sim'"] * k, "text"), array(["'SIM'"] * k, "text"),
-             array(["1"] * k, "float8"), EVENT))
+             repeat("1", k, "float8"), repeat("0", k, "int"),
+             repeat("'sim'", k, "text"), repeat("'SIM'", k, "text"),
+             repeat("1", k, "float8"), EVENT))
     for ids in batches(n, 60):
-        one = array(["1"] * len(ids), "int")
+        one = repeat("1", len(ids), "int")
         out["running"].append(
             "BEGIN; WITH u AS (UPDATE jobs j SET state = 'RUNNING', "
             "updated_at = now(), started_at = COALESCE(j.started_at, now()) "
@@ -99,7 +104,7 @@ def phases(n):
             "COMMIT;" % (array(ids, "bigint"), one, EVENT))
     for ids in batches(n, 24):
         k = len(ids)
-        one = array(["1"] * k, "int")
+        one = repeat("1", k, "int")
         out["finish"].append(
             "BEGIN; UPDATE allocations a SET ended_at = GREATEST(a.started_at, "
             "now()), cost = NULLIF(t.cost, '')::numeric, currency = "
@@ -114,11 +119,11 @@ def phases(n):
             "AND j.state IN ('PENDING', 'ASSIGNED', 'RUNNING') RETURNING "
             "j.id, j.attempt, t.state, t.message), %sstate, message FROM u) "
             "SELECT id, attempt FROM u; COMMIT;" %
-            (array(ids, "bigint"), one, array(["0"] * k, "int"),
-             array(["'0.01'"] * k, "text"), array(["'USD'"] * k, "text"),
-             array(["'0'"] * k, "text"), array(ids, "bigint"), one,
-             array(["'SUCCEEDED'"] * k, "text"), array(["0"] * k, "int"),
-             array(["''"] * k, "text"), EVENT))
+            (array(ids, "bigint"), one, repeat("0", k, "int"),
+             repeat("'0.01'", k, "text"), repeat("'USD'", k, "text"),
+             repeat("'0'", k, "text"), array(ids, "bigint"), one,
+             repeat("'SUCCEEDED'", k, "text"), repeat("0", k, "int"),
+             repeat("''", k, "text"), EVENT))
     return out
 
 

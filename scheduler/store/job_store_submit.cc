@@ -80,12 +80,10 @@ absl::StatusOr<std::vector<SubmitResult>> JobStore::SubmitJobs(
           -> absl::StatusOr<std::vector<SubmitResult>> {
         std::vector<SubmitResult> out(requests.size());
         std::vector<bool> inserted(requests.size(), false);
-        // Prepared once per connection (a no-op after): no parse or plan
-        // per batch.
-        w.conn().prepare(kInsertJobsName, kInsertJobs);
-        pqxx::result rows = w.exec_prepared(
-            kInsertJobsName, names.Take(), users.Take(), teams.Take(),
-            priorities.Take(), specs.Take(), keys.Take(), arrays.Take());
+        pqxx::result rows = store_internal::ExecPrepared(
+            w, kInsertJobsName, kInsertJobs, names.Take(), users.Take(),
+            teams.Take(), priorities.Take(), specs.Take(), keys.Take(),
+            arrays.Take());
         for (const auto& row : rows) {
           const size_t i = static_cast<size_t>(row[0].as<int64_t>() - 1);
           // The new job is built from the request rather than read back:
