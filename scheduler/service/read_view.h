@@ -5,9 +5,11 @@
 // PublishReads): a new entry for every job whose state changed, the last
 // entry of each job the view forgot (kept for the most recent
 // `max_ended` of them; older ones are read from PostgreSQL), and the
-// worker list. An entry carries what its cost needs, so a running job's
-// cost and GPU-seconds are computed at read time, not frozen at publish.
-// Entries are immutable and shared: a reader holds the lock only for a
+// worker list. A submitted job's first entry is published by the submit
+// itself, before its ack and before the loop can see the job
+// (SchedulerCore::AddSubmitted). An entry carries what its cost needs, so a
+// running job's cost and GPU-seconds are computed at read time, not frozen at
+// publish. Entries are immutable and shared: a reader holds the lock only for a
 // lookup. Thread-safe.
 #ifndef TUPA_SCHEDULER_SERVICE_READ_VIEW_H_
 #define TUPA_SCHEDULER_SERVICE_READ_VIEW_H_

@@ -963,6 +963,7 @@ void SchedulerCore::ForgetIfDone(int64_t job_id) {
 }
 
 void SchedulerCore::SetWorkerInfo(WorkerEntry& entry, v1::Worker info) {
+  absl::MutexLock lock(&shapes_mu_);
   if (entry.shape) fleet_shapes_.Remove(*entry.shape);
   entry.shape = WorkerShape::Of(info);
   fleet_shapes_.Add(*entry.shape);
@@ -980,10 +981,14 @@ absl::StatusOr<std::string> SchedulerCore::Admit(
   absl::StatusOr<std::optional<pricing::Money>> spend =
       StoredTeamSpend(spec.team(), now);
   absl::Status admitted = spend.status();
-  {
+  if (admitted.ok()) admitted = CouldEverFit(spec);
+  // Only a cost cap or a team budget needs the loop's state (prices of the
+  // workers, what runs): other submits take no mu_. They run on gRPC's few
+  // callback threads, and one waiting for mu_ through a placement pass
+  // stalls every stream and read those threads serve.
+  if (admitted.ok() && BudgetApplies(spec)) {
     absl::MutexLock lock(&mu_);
-    if (admitted.ok()) admitted = fleet_shapes_.CouldEverFit(spec);
-    if (admitted.ok()) admitted = CheckBudget(spec, now, *spend, &held);
+    admitted = CheckBudget(spec, now, *spend, &held);
   }
   if (admitted.ok()) return held;
   if (idempotency_key.empty()) return admitted;
@@ -1057,6 +1062,11 @@ void SchedulerCore::AddSubmitted(const v1::Job& job, const std::string& held,
   active.pending_reason = held;
   active.budget_checked = absl::Now();
   if (created) {
+    // Its committed state, published before the loop can see the job (so
+    // no later state of it is ever replaced by this one): a GetJob right
+    // after the ack is answered by the view, not by PostgreSQL, which the
+    // loop's next commit round could keep it waiting for.
+    reads_.PutJobs({ReadEntryWithoutAllocs(active)});
     {
       absl::MutexLock lock(&arrivals_mu_);
       arrivals_.push_back(std::move(active));

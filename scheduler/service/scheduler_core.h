@@ -380,6 +380,10 @@ class SchedulerCore {
   // The reads' copy of a job (read_view.h), and publishing what changed.
   std::shared_ptr<const ReadView::JobEntry> ReadEntryOf(const ActiveJob& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same without its open allocations (they are mu_'s): the whole entry
+  // of a job that has none, such as one just submitted.
+  std::shared_ptr<ReadView::JobEntry> ReadEntryWithoutAllocs(
+      const ActiveJob& job) const;
   void Touch(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     dirty_jobs_.insert(job_id);
   }
@@ -474,6 +478,15 @@ class SchedulerCore {
                            const std::optional<pricing::Money>& stored_spend,
                            std::string* held)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether CheckBudget has anything to judge: the job names a cost cap or
+  // its team has a monthly budget. Needs no lock.
+  bool BudgetApplies(const v1::JobSpec& spec) const;
+  // fleet_shapes_.CouldEverFit, under its own mutex.
+  absl::Status CouldEverFit(const v1::JobSpec& spec) const
+      ABSL_LOCKS_EXCLUDED(shapes_mu_) {
+    absl::MutexLock lock(&shapes_mu_);
+    return fleet_shapes_.CouldEverFit(spec);
+  }
   // What PostgreSQL has of `team`'s spend this month, when the team has a
   // monthly budget (nullopt otherwise). Needs no lock: Admit calls it
   // before taking mu_, so that a submit never waits on the database while
@@ -564,8 +577,10 @@ class SchedulerCore {
   std::map<std::string, std::set<AllocKey>> worker_allocs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   // The shapes of workers_ (every worker known, whatever its state), for
-  // admission's "could this job ever fit" check.
-  FleetShapes fleet_shapes_ ABSL_GUARDED_BY(mu_);
+  // admission's "could this job ever fit" check. Its own mutex (taken
+  // after mu_ where both are): a submit asks it without waiting for mu_.
+  mutable absl::Mutex shapes_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  FleetShapes fleet_shapes_ ABSL_GUARDED_BY(shapes_mu_);
   // Why each job of the last placement pass waits; cleared when a cycle
   // skips placement, so WhyJob then computes the reason itself.
   std::map<int64_t, PendingInfo> last_pending_ ABSL_GUARDED_BY(mu_);

@@ -232,6 +232,12 @@ absl::StatusOr<std::optional<Money>> SchedulerCore::StoredTeamSpend(
   return std::optional<Money>(spent);
 }
 
+bool SchedulerCore::BudgetApplies(const v1::JobSpec& spec) const {
+  return options_.pricing &&
+         (!spec.max_cost().empty() ||
+          options_.pricing->MonthlyBudget(spec.team()).has_value());
+}
+
 absl::Status SchedulerCore::CheckBudget(
     const v1::JobSpec& spec, absl::Time now,
     const std::optional<Money>& stored_spend, std::string* held) {
@@ -244,7 +250,7 @@ absl::Status SchedulerCore::CheckBudget(
     ASSIGN_OR_RETURN(request.max_cost, Money::FromString(spec.max_cost()));
   }
   request.monthly_budget = options_.pricing->MonthlyBudget(spec.team());
-  if (!request.max_cost && !request.monthly_budget) return absl::OkStatus();
+  if (!BudgetApplies(spec)) return absl::OkStatus();
   std::optional<Money> estimate = EstimateCost(spec, now);
   if (!estimate) {
     if (request.max_cost && spec.max_runtime().seconds() <= 0)

@@ -1,8 +1,8 @@
 // SchedulerCore: the read RPCs (GetJob, ListJobs) and what the loop
 // publishes for them (read_view.h). No read takes mu_: the loop publishes
 // after each commit round, so a read shows committed state at most one
-// round old; jobs the view never had (ended before the last restart, or
-// long ago) are read from PostgreSQL.
+// round old (a job submitted since is there from its ack); jobs the view never
+// had (ended before the last restart, or long ago) are read from PostgreSQL.
 #include <glog/logging.h>
 
 #include <set>
@@ -25,8 +25,8 @@ void FillStoredUsage(v1::Job& job, const JobUsage& usage) {
 
 }  // namespace
 
-std::shared_ptr<const ReadView::JobEntry> SchedulerCore::ReadEntryOf(
-    const ActiveJob& active) {
+std::shared_ptr<ReadView::JobEntry> SchedulerCore::ReadEntryWithoutAllocs(
+    const ActiveJob& active) const {
   auto e = std::make_shared<ReadView::JobEntry>();
   e->job = active.job;
   e->job.clear_gpu_seconds();
@@ -42,11 +42,17 @@ std::shared_ptr<const ReadView::JobEntry> SchedulerCore::ReadEntryOf(
   }
   e->closed_cost = active.closed_cost;
   e->closed_gpu_seconds = active.closed_gpu_seconds;
+  if (options_.pricing) e->currency = options_.pricing->currency();
+  return e;
+}
+
+std::shared_ptr<const ReadView::JobEntry> SchedulerCore::ReadEntryOf(
+    const ActiveJob& active) {
+  std::shared_ptr<ReadView::JobEntry> e = ReadEntryWithoutAllocs(active);
   const int64_t id = active.job.id();
   for (auto it = allocs_.lower_bound({id, 0, 0});
        it != allocs_.end() && std::get<0>(it->first) == id; ++it)
     e->open.push_back({it->second.price, it->second.gpus, it->second.started});
-  if (options_.pricing) e->currency = options_.pricing->currency();
   return e;
 }
 

@@ -129,7 +129,7 @@ absl::StatusOr<v1::WhyJobResponse> SchedulerCore::WhyJob(int64_t id) {
       }
       bool permanent = info.reason == PendingReason::kNoSuchGpuType ||
                        info.reason == PendingReason::kNeverFits;
-      if (permanent && fleet_shapes_.CouldEverFit(spec).ok()) {
+      if (permanent && CouldEverFit(spec).ok()) {
         // Too big for the live workers only: it fits the known fleet, and
         // workers that are down (lost, stopped idle, restarting) may return.
         permanent = false;
