@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "scheduler/placement/fit_bounds.h"
 
 namespace tupa::scheduler {
@@ -196,7 +197,10 @@ absl::Status SchedulerCore::Start() {
               << " known workers; request mix of the last "
               << recent_mix_.size() << " submitted jobs";
   }
-  loop_ = std::thread([this] { Loop(); });
+  loop_ = std::thread([this] {
+    NameThisThread("tupa-loop");
+    Loop();
+  });
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include "common/grpc_status.h"
+#include "common/thread_name.h"
 #include "scheduler/service/scheduler_core.h"
 
 namespace tupa::scheduler {
@@ -159,7 +160,10 @@ void WorkerStream::OnDone() {
 }
 
 WorkerInbox::WorkerInbox(SchedulerCore* core)
-    : core_(core), thread_([this] { Run(); }) {}
+    : core_(core), thread_([this] {
+        NameThisThread("tupa-inbox");
+        Run();
+      }) {}
 
 WorkerInbox::~WorkerInbox() {
   {

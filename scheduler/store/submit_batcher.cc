@@ -1,14 +1,21 @@
 #include "scheduler/store/submit_batcher.h"
 
 #include "absl/synchronization/notification.h"
+#include "common/thread_name.h"
 
 namespace tupa::scheduler {
 
 SubmitBatcher::SubmitBatcher(JobStore* store, int committers, int max_batch)
     : store_(store), max_batch_(max_batch) {
   for (int i = 0; i < std::max(1, committers); ++i)
-    committers_.emplace_back([this] { CommitLoop(); });
-  completer_ = std::thread([this] { CompleteLoop(); });
+    committers_.emplace_back([this] {
+      NameThisThread("tupa-submit");
+      CommitLoop();
+    });
+  completer_ = std::thread([this] {
+    NameThisThread("tupa-submit-ack");
+    CompleteLoop();
+  });
 }
 
 SubmitBatcher::~SubmitBatcher() {
