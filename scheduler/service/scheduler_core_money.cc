@@ -250,7 +250,7 @@ absl::Status SchedulerCore::CheckBudget(
     ASSIGN_OR_RETURN(request.max_cost, Money::FromString(spec.max_cost()));
   }
   request.monthly_budget = options_.pricing->MonthlyBudget(spec.team());
-  if (!BudgetApplies(spec)) return absl::OkStatus();
+  if (!request.max_cost && !request.monthly_budget) return absl::OkStatus();
   std::optional<Money> estimate = EstimateCost(spec, now);
   if (!estimate) {
     if (request.max_cost && spec.max_runtime().seconds() <= 0)
