@@ -349,7 +349,11 @@ Decisions Decide(const IdlePolicy& policy, const Snapshot& snapshot,
   Decisions d;
   d.verdicts.resize(snapshot.workers.size());
   WorkerPass(policy, snapshot, previous, now, &d).Run();
-  DecideScaleUps(policy.scale_up, snapshot, previous, now, &d);
+  const absl::Duration room_within =
+      policy.idle_shutdown.kind == IdleShutdownPolicy::Kind::kCost
+          ? policy.idle_shutdown.boot_time
+          : absl::ZeroDuration();
+  DecideScaleUps(policy.scale_up, room_within, snapshot, previous, now, &d);
   DecideZombies(policy.zombie_jobs, policy.idle_shutdown.activity_threshold,
                 snapshot, previous, now, &d);
   return d;

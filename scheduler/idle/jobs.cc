@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -41,16 +45,84 @@ std::string Needs(const PendingJob& j) {
           : absl::StrCat(" of ", absl::StrJoin(j.gpu_types, "|")));
 }
 
+// The room live workers will have by a time: free now plus what running
+// jobs give back by then. Taken by pending jobs in order (Take).
+class RoomSoon {
+ public:
+  RoomSoon(const std::vector<WorkerInfo>& workers, absl::Time by) {
+    for (const WorkerInfo& w : workers) {
+      if (w.state != WorkerInfo::State::kUp) continue;
+      WorkerInfo soon = w;
+      for (const WorkerInfo::Release& r : w.releases) {
+        if (r.at > by) continue;
+        soon.gpus_free += r.gpus;
+        soon.cpu_free += r.cpu;
+        soon.memory_free += r.memory;
+      }
+      soon.releases.clear();
+      workers_.push_back(std::move(soon));
+    }
+  }
+
+  // Takes room for every node of `job` (the fullest workers that fit
+  // first); false, taking nothing, when it does not fit.
+  bool Take(const PendingJob& job) {
+    if (FitsNowhere(job)) return false;
+    std::vector<int> fit;
+    for (int i = 0; i < static_cast<int>(workers_.size()); ++i) {
+      if (PendingJobCanUse(job, workers_[i])) fit.push_back(i);
+    }
+    if (static_cast<int>(fit.size()) < job.nodes) {
+      failed_.insert(ShapeOf(job));
+      return false;
+    }
+    std::partial_sort(fit.begin(), fit.begin() + job.nodes, fit.end(),
+                      [&](int a, int b) {
+                        return workers_[a].gpus_free < workers_[b].gpus_free;
+                      });
+    for (int k = 0; k < job.nodes; ++k) {
+      WorkerInfo& w = workers_[fit[k]];
+      w.gpus_free -= job.gpus_per_node;
+      w.cpu_free -= job.cpu_per_node;
+      w.memory_free -= job.memory_per_node;
+    }
+    return true;
+  }
+
+ private:
+  using Shape = std::tuple<int, int, double, int64_t, std::vector<std::string>,
+                           std::map<std::string, std::string>>;
+  static Shape ShapeOf(const PendingJob& j) {
+    return {j.gpus_per_node,   j.nodes,     j.cpu_per_node,
+            j.memory_per_node, j.gpu_types, j.labels};
+  }
+  // Room only shrinks, so a shape that found none finds none later.
+  bool FitsNowhere(const PendingJob& job) const {
+    return failed_.count(ShapeOf(job)) > 0;
+  }
+
+  std::vector<WorkerInfo> workers_;
+  std::set<Shape> failed_;
+};
+
 }  // namespace
 
-void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
-                    const PolicyState& previous, absl::Time now, Decisions* d) {
+void DecideScaleUps(const ScaleUpPolicy& policy, absl::Duration room_within,
+                    const Snapshot& snapshot, const PolicyState& previous,
+                    absl::Time now, Decisions* d) {
   if (!policy.enabled) return;
+  std::optional<RoomSoon> room;
+  if (room_within > absl::ZeroDuration()) {
+    room.emplace(snapshot.workers, now + room_within);
+  }
   std::map<std::pair<std::string, std::string>, ScaleUpRequest> by_pool;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> why;
   for (const PendingJob& j : snapshot.pending) {
     const bool boot = !j.waits_for_boot_of.empty();
     if (j.fits_live_worker && !boot) continue;
+    // Room soon is for jobs that would take a live worker; one that waits
+    // for a boot of a cheaper type asks for it whatever frees up.
+    if (room.has_value() && !boot && room->Take(j)) continue;
     const absl::Time since = std::min(j.pending_since, now);
     const absl::Duration waited =
         since == absl::InfinitePast() ? absl::ZeroDuration() : now - since;

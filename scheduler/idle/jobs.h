@@ -17,8 +17,16 @@ inline constexpr absl::Duration kMinScaleUpRepeat = absl::Minutes(1);
 // The pool is the job's first GPU type
 // in the region where that type is cheapest among live workers (any region
 // when none runs it); requests are grouped by pool.
-void DecideScaleUps(const ScaleUpPolicy& policy, const Snapshot& snapshot,
-                    const PolicyState& previous, absl::Time now, Decisions* d);
+//
+// With `room_within` > 0 (the cost rule: its boot_time), a job asks only
+// when the live workers will not have room for it within that time either:
+// pending jobs in snapshot order are given the room the workers have now
+// plus what running jobs give back by now + room_within
+// (WorkerInfo::releases), and one that gets room waits for it: a boot
+// would come no sooner and would be paid for nothing.
+void DecideScaleUps(const ScaleUpPolicy& policy, absl::Duration room_within,
+                    const Snapshot& snapshot, const PolicyState& previous,
+                    absl::Time now, Decisions* d);
 
 // A running job whose measured activity stays below `threshold` for
 // policy.after is reported once; unmeasured jobs never are.

@@ -128,6 +128,45 @@ INSTANTIATE_TEST_SUITE_P(Jobs, ScaleUpCaseTest,
                            return info.param.name;
                          });
 
+// A busy 4-GPU H100 worker whose job gives its 4 GPUs back `in` from now,
+// and two jobs waiting 3m for 2 and 4 of them.
+Snapshot BusyWorkerFreeingIn(absl::Duration in) {
+  Snapshot s;
+  WorkerInfo w = WithJob(Worker("a", "eu-west-1", "H100"), 7, 4);
+  WorkerInfo::Release r;
+  r.at = Now() + in;
+  r.gpus = 4;
+  w.releases = {r};
+  s.workers = {w};
+  s.pending = {Pending(42, 2, {"H100"}, absl::Minutes(3)),
+               Pending(43, 4, {"H100"}, absl::Minutes(3))};
+  return s;
+}
+
+std::vector<int64_t> AskedFor(const Decisions& d) {
+  std::vector<int64_t> jobs;
+  for (const ScaleUpRequest& r : d.scale_ups)
+    jobs.insert(jobs.end(), r.job_ids.begin(), r.job_ids.end());
+  return jobs;
+}
+
+TEST(ScaleUpTest, CostRuleWaitsForRoomThatFreesWithinTheBootTime) {
+  IdlePolicy cost = Policy();
+  cost.idle_shutdown.kind = IdleShutdownPolicy::Kind::kCost;
+  cost.idle_shutdown.boot_time = absl::Minutes(3);
+  // Freed in 2m, sooner than a boot: job 42 (first) waits for that room;
+  // what is left (2 GPUs) does not hold job 43, which asks.
+  Decisions d = Decide(cost, BusyWorkerFreeingIn(absl::Minutes(2)), {}, Now());
+  EXPECT_THAT(AskedFor(d), ElementsAre(43));
+  EXPECT_EQ(d.state.scale_up_asked.count(42), 0u);
+  // Freed only after a boot would be up: both ask.
+  d = Decide(cost, BusyWorkerFreeingIn(absl::Minutes(4)), {}, Now());
+  EXPECT_THAT(AskedFor(d), ElementsAre(42, 43));
+  // The timers know nothing of ends: both ask.
+  d = Decide(Policy(), BusyWorkerFreeingIn(absl::Minutes(2)), {}, Now());
+  EXPECT_THAT(AskedFor(d), ElementsAre(42, 43));
+}
+
 TEST(ScaleUpTest, RequestNamesJobsAndWhy) {
   Snapshot s;
   s.pending = {Gang(Pending(42, 4, {"H100"}, absl::Minutes(3)), 2)};

@@ -47,6 +47,17 @@ struct WorkerInfo {
   // unknown; idle time then counts from joined_at.
   absl::Time last_busy_at = absl::InfinitePast();
 
+  // What the jobs here whose end is known (their max_runtime) give back
+  // when they end: whole devices, cores and bytes. The cost rule's
+  // scale-up waits for these rather than boot a worker (jobs.h).
+  struct Release {
+    absl::Time at = absl::InfiniteFuture();
+    int gpus = 0;
+    double cpu = 0;
+    int64_t memory = 0;
+  };
+  std::vector<Release> releases;
+
   double price_per_gpu_hour = 0;  // for the money-saved estimate; 0 unknown
   // The price per GPU-hour from each instant on, the first at `now`, the
   // next ones where it changes (off-peak windows) over the coming day; for

@@ -61,6 +61,26 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
   std::map<std::string, std::vector<int64_t>> jobs_on;
   for (const auto& [key, a] : allocs_)
     jobs_on[a.worker_id].push_back(std::get<0>(key));
+  const bool cost_rule = options_.idle->idle_shutdown.kind ==
+                         idle::IdleShutdownPolicy::Kind::kCost;
+  // What each allocation of a job with a max_runtime gives back at its end
+  // (the cost rule's scale-up waits for it rather than boot a worker).
+  std::map<std::string, std::vector<idle::WorkerInfo::Release>> releases_on;
+  if (cost_rule) {
+    for (const auto& [key, a] : allocs_) {
+      auto j = jobs_.find(std::get<0>(key));
+      if (j == jobs_.end()) continue;
+      const int64_t max_runtime_s =
+          j->second.job.spec().max_runtime().seconds();
+      if (max_runtime_s <= 0) continue;
+      idle::WorkerInfo::Release r;
+      r.at = j->second.assigned_at + absl::Seconds(max_runtime_s);
+      r.gpus = a.share >= 1.0 ? static_cast<int>(a.devices.size()) : 0;
+      r.cpu = a.cpu;
+      r.memory = a.memory;
+      releases_on[a.worker_id].push_back(r);
+    }
+  }
   for (const auto& [id, w] : workers_) {
     const auto state = w.info.state();
     if ((state != v1::WORKER_STATE_UP && state != v1::WORKER_STATE_DRAINING) ||
@@ -89,10 +109,11 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
       info.device_activity.push_back(d.utilization());
     if (w.price) {
       info.price_per_gpu_hour = pricing::PriceAt(*w.price, now).ToDouble();
-      if (options_.idle->idle_shutdown.kind ==
-          idle::IdleShutdownPolicy::Kind::kCost)
+      if (cost_rule)
         info.price_steps = pricing::PriceSteps(*w.price, now, absl::Hours(24));
     }
+    if (auto r = releases_on.find(id); r != releases_on.end())
+      info.releases = std::move(r->second);
     snap.workers.push_back(std::move(info));
   }
   for (const auto& [id, j] : jobs_) {

@@ -94,7 +94,10 @@ TEST_P(ParityTest, SchedulerAndSimulatorStopTheSameWorkersAtTheSameTime) {
       if (!views[n].schedulable) continue;
       scheduler::JobPlacement where{j.id, {{j.node, 0, {0}, 1.0}}};
       if (t == j.start_s) {
-        (*fleet)->OnJobStart(where, 1, t * 1000, j.end_s * 1000);
+        scheduler::JobRequest request;
+        request.job_id = j.id;
+        request.gpus = 1;
+        (*fleet)->OnJobStart(where, request, t * 1000, j.end_s * 1000);
         views[n].devices[0].free_share = 0;
       } else if (t == j.end_s) {
         (*fleet)->OnJobEnd(where, t * 1000);

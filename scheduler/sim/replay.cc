@@ -211,7 +211,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
         }
         run.device_indexes = it->second->nodes[0].device_indexes;
         cluster.Change(run, *it->second, -1);
-        fleet.OnJobStart(*it->second, r.gpus, now, run.expected_end_ms);
+        fleet.OnJobStart(*it->second, r, now, run.expected_end_ms);
         alloc_gpus += run.gpus;
         where[r.job_id] = *it->second;
         running[r.job_id] = run;

@@ -65,12 +65,18 @@ void Fleet::Start(int64_t now_ms) {
   if (options_.idle) next_decide_ms_ = now_ms;
 }
 
-void Fleet::OnJobStart(const JobPlacement& where, double gpus, int64_t start_ms,
-                       int64_t end_ms) {
+void Fleet::OnJobStart(const JobPlacement& where, const JobRequest& job,
+                       int64_t start_ms, int64_t end_ms) {
+  idle::WorkerInfo::Release release;
+  release.at = At(end_ms);
+  release.gpus = job.gpus >= 1 ? static_cast<int>(job.gpus) : 0;
+  release.cpu = job.cpu;
+  release.memory = job.memory;
   for (const auto& a : where.nodes) {
     NodeState& n = nodes_[index_.at(a.worker_id)];
     ++n.jobs;
-    job_cost_ += CostOf(n, gpus, start_ms, end_ms);
+    job_cost_ += CostOf(n, job.gpus, start_ms, end_ms);
+    n.releases[where.job_id] = release;
   }
 }
 
@@ -78,6 +84,7 @@ void Fleet::OnJobEnd(const JobPlacement& where, int64_t end_ms) {
   for (const auto& a : where.nodes) {
     NodeState& n = nodes_[index_.at(a.worker_id)];
     --n.jobs;
+    n.releases.erase(where.job_id);
     n.last_end_ms = std::max(n.last_end_ms, end_ms);
   }
 }
@@ -151,6 +158,9 @@ void Fleet::Decide(int64_t now_ms, std::vector<NodeView>* nodes,
     w.memory_free = v.memory_free;
     // Decide() only needs to know whether jobs are there.
     for (int j = 0; j < n.jobs; ++j) w.job_ids.push_back(j + 1);
+    if (cost_rule) {
+      for (const auto& [job, r] : n.releases) w.releases.push_back(r);
+    }
     w.price_per_gpu_hour = PriceAtEpoch(static_cast<int>(i));
     if (cost_rule && n.price) {
       auto [it, fresh] = steps.try_emplace(n.gpu_type);

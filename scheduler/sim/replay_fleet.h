@@ -74,8 +74,11 @@ class Fleet {
   double PriceAtEpoch(int node) const;
   // Every node goes up at `now_ms` (the first arrival).
   void Start(int64_t now_ms);
-  void OnJobStart(const scheduler::JobPlacement& where, double gpus,
-                  int64_t start_ms, int64_t end_ms);
+  // `job` starts on `where` and ends at `end_ms` (known to the policy as
+  // its nodes' releases).
+  void OnJobStart(const scheduler::JobPlacement& where,
+                  const scheduler::JobRequest& job, int64_t start_ms,
+                  int64_t end_ms);
   void OnJobEnd(const scheduler::JobPlacement& where, int64_t end_ms);
   // Makes the nodes whose boot has finished by `now_ms` schedulable in
   // `nodes`. Call before placing jobs.
@@ -107,6 +110,8 @@ class Fleet {
     int64_t ready_ms = 0;     // kBooting: schedulable from then
     int jobs = 0;
     int64_t last_end_ms = -1;  // of its last job; -1: none yet
+    // What each running job gives back when it ends, by job id.
+    std::map<int64_t, scheduler::idle::WorkerInfo::Release> releases;
   };
 
   Fleet(std::vector<NodeState> nodes, FleetOptions options);

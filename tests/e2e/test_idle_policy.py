@@ -193,6 +193,40 @@ pricing:
                 if worker:
                     os.kill(worker, signal.SIGCONT)
 
+    def test_cost_rule_boots_nothing_for_room_a_running_job_frees_sooner(self):
+        hooks = tempfile.mkdtemp(prefix="tupa-hooks-")
+        os.chmod(hooks, 0o777)
+        config = os.path.join(hooks, "scheduler.yaml")
+        with open(config, "w") as f:
+            f.write(f"""
+idle_shutdown:
+  policy: cost
+  boot_time: 3m
+scale_up:
+  hook: {make_hook(hooks, "scale-hook")}
+""")
+        with Cluster(workers=1, gpus_per_worker=1, scheduler_config=config) as c:
+            # The only GPU is taken by a job expected to end within the boot
+            # time: a job behind it waits for that GPU and asks for no boot.
+            first = c.submit("--gpus", "1", "--max-runtime", "60s", "--", "sleep", "6")
+            c.wait_job(first["id"], "RUNNING", timeout=30)
+            second = c.submit("--gpus", "1", "--", "true")
+            self.assertEqual(c.wait_job(second["id"], "SUCCEEDED", timeout=60)["state"][-9:],
+                             "SUCCEEDED")
+            self.assertEqual(events(c, "SCALE_UP"), [])
+            self.assertEqual(files(hooks, "scale-hook-"), [])
+            # Expected to run past the boot time (or with no max_runtime at
+            # all): the job behind it asks for a worker at once.
+            long = c.submit("--gpus", "1", "--max-runtime", "10m", "--", "sleep", "600")
+            c.wait_job(long["id"], "RUNNING", timeout=30)
+            behind = c.submit("--gpus", "1", "--", "true")
+            wait_for(lambda: files(hooks, "scale-hook-"), timeout=15,
+                     message="the scale-up hook ran")
+            self.assertEqual([int(e[1]) for e in events(c, "SCALE_UP")], [int(behind["id"])])
+            env = read_env(os.path.join(hooks, files(hooks, "scale-hook-")[0]))
+            self.assertEqual(env["TUPA_JOB_IDS"], str(behind["id"]))
+            c.cli("cancel", str(long["id"]))
+
     def test_zombie_job_is_cancelled_with_reason_and_counted(self):
         config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         config.write("zombie_jobs: {after: 3s, action: cancel}\n")
