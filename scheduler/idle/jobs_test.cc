@@ -167,6 +167,24 @@ TEST(ScaleUpTest, CostRuleWaitsForRoomThatFreesWithinTheBootTime) {
   EXPECT_THAT(AskedFor(d), ElementsAre(42, 43));
 }
 
+TEST(ScaleUpTest, CostRuleCountsRoomSoonPerWorkerForAGang) {
+  IdlePolicy cost = Policy();
+  cost.idle_shutdown.kind = IdleShutdownPolicy::Kind::kCost;
+  // Two busy workers; only one gives its GPUs back within the boot time.
+  Snapshot s = BusyWorkerFreeingIn(absl::Minutes(1));
+  WorkerInfo late = WithJob(Worker("b", "eu-west-1", "H100"), 8, 4);
+  WorkerInfo::Release r;
+  r.at = Now() + absl::Minutes(10);
+  r.gpus = 4;
+  late.releases = {r};
+  s.workers.push_back(late);
+  s.pending = {Gang(Pending(44, 2, {"H100"}, absl::Minutes(3)), 2)};
+  // A 2-node gang needs room on two workers: one is not enough.
+  EXPECT_THAT(AskedFor(Decide(cost, s, {}, Now())), ElementsAre(44));
+  s.workers[1].releases[0].at = Now() + absl::Minutes(2);
+  EXPECT_THAT(AskedFor(Decide(cost, s, {}, Now())), IsEmpty());
+}
+
 TEST(ScaleUpTest, RequestNamesJobsAndWhy) {
   Snapshot s;
   s.pending = {Gang(Pending(42, 4, {"H100"}, absl::Minutes(3)), 2)};
