@@ -77,6 +77,8 @@ class ClusterState {
   // fleet's bill: its price per GPU-hour x all its GPUs x the part of the
   // run past what already holds it. 0 on a node held longer.
   double KeepUpCost(int node, int64_t from_ms, int64_t until_ms) const;
+  // Until when running or placed jobs hold `node` up (0: nothing does).
+  int64_t HeldUntil(int node) const { return nodes_[node].held_until_ms; }
   // The bootable node (NodeView::bootable) that could hold one node's
   // worth of `demand` when empty and costs least to keep up from `from_ms`
   // until `until_ms` plus `boot_ms`, with that cost; nullopt when none.

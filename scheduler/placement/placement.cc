@@ -194,6 +194,48 @@ bool WaitForCheaperNode(const ClusterState& state, const Demand& demand,
          WaitForRelease(state, demand, job, attempt, releases, options, info);
 }
 
+// Whether `job`, placed by `attempt`, is a lone job
+// (PlacementOptions::lone_job_runtime_s): a single-node job of at least
+// that max_runtime, not a long job, on a node nothing else holds up.
+bool IsLoneJob(const ClusterState& state, const Demand& demand,
+               const JobRequest& job, const GangAttempt& attempt,
+               const PlacementOptions& options) {
+  return options.policy == PlacementOptions::Policy::kTupa &&
+         options.lone_job_runtime_s > 0 && demand.run_until_ms <= 0 &&
+         job.nodes == 1 && attempt.choices.size() == 1 &&
+         job.max_runtime_s >= options.lone_job_runtime_s &&
+         state.HeldUntil(attempt.choices[0].node) <= options.now_ms;
+}
+
+// The lone job of `attempt` placed again by keep-up cost (the first key of
+// a long job's search; ClusterState::CostKey) among the nodes that cost
+// less to keep up for its run than the one it took; `attempt` as it is
+// when there are none or none fits.
+GangAttempt PlaceByKeepUpCost(ClusterState* state, const Demand& demand,
+                              const JobRequest& job, const GangAttempt& attempt,
+                              const SearchFilter& filter,
+                              const PlacementOptions& options) {
+  Demand by_cost = demand;
+  by_cost.run_from_ms = options.now_ms;
+  by_cost.run_until_ms = options.now_ms + job.max_runtime_s * 1000;
+  const double taken = state->KeepUpCost(
+      attempt.choices[0].node, by_cost.run_from_ms, by_cost.run_until_ms);
+  std::vector<char> cheaper(state->num_nodes(), 0);
+  bool any = false;
+  for (int n = 0; n < state->num_nodes(); ++n) {
+    cheaper[n] =
+        (filter.only == nullptr || (*filter.only)[n]) &&
+        state->KeepUpCost(n, by_cost.run_from_ms, by_cost.run_until_ms) < taken;
+    any |= cheaper[n] != 0;
+  }
+  if (!any) return attempt;
+  UndoGang(state, attempt);
+  SearchFilter among = filter;
+  among.only = &cheaper;
+  GangAttempt placed = PlaceGang(state, by_cost, among);
+  return placed.placed ? placed : PlaceGang(state, demand, filter);
+}
+
 // The demand of `job`; a long job's carries its run
 // (PlacementOptions::long_job_runtime_s).
 std::optional<Demand> DemandOf(const ClusterState& state, const JobRequest& job,
@@ -396,6 +438,10 @@ PlacementPlan PlacePass(const std::vector<NodeView>& nodes,
         attempt = PlaceGang(&state, *demand, reserved);
       }
       if (!attempt.placed) attempt = PlaceGang(&state, *demand, filter);
+      if (attempt.placed && IsLoneJob(state, *demand, job, attempt, options)) {
+        attempt =
+            PlaceByKeepUpCost(&state, *demand, job, attempt, filter, options);
+      }
       if (attempt.placed && WaitForCheaperNode(state, *demand, job, attempt,
                                                releases, options, &info)) {
         UndoGang(&state, attempt);

@@ -140,6 +140,16 @@ struct PlacementOptions {
   // this pass, but never a node reserved for the job at the head of the
   // queue. 0 turns all of this off.
   int64_t long_job_runtime_s = 86400;
+  // kTupa: a single-node job of at least this max_runtime (and shorter than
+  // long_job_runtime_s) whose fragmentation-first pick is a node nothing
+  // else holds up (no running or placed job ends after now there) is placed
+  // by keep-up cost instead, as a long job is (without waiting for a boot
+  // or a release): it alone would decide how long that node stays up, so
+  // an 8-GPU node is not kept up for hours by one small job while a node
+  // that is cheaper to keep up, or one that others hold anyway, can take
+  // it. Shorter jobs leave a node's up time to the idle policy's wait
+  // after them; fragmentation decides. 0 turns it off.
+  int64_t lone_job_runtime_s = 3600;
   // > 0: stopped nodes marked bootable come up this long after a scale-up
   // asks. A single-node long job that fits now waits for one instead when
   // keeping it up (booting included) costs less than keeping up the node

@@ -287,8 +287,42 @@ TEST(LongJob, TakesTheNodeCheapestToKeepUpOverTheSnuggestFit) {
   plan = PlaceJobs({dear, cheap}, {long_job}, {}, Opts(Policy::kBestFit));
   EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "dear");
   tupa.long_job_runtime_s = 0;
+  tupa.lone_job_runtime_s = 0;
   plan = PlaceJobs({dear, cheap}, {long_job}, {}, tupa);
   EXPECT_EQ(plan.placed[0].nodes[0].worker_id, "dear");
+}
+
+// A job of hours that fragmentation would put alone on an empty 8-GPU node
+// (keeping its room for 2-GPU jobs) goes where it alone costs least to keep
+// up; a job of minutes, which leaves the node's up time to the idle policy,
+// keeps fragmentation's pick.
+TEST(LoneJob, AJobOfHoursAloneOnANodeTakesTheNodeCheapestToKeepUp) {
+  NodeView big = Node("big", 8, "G2");
+  NodeView small = Node("small", 2, "T4");
+  big.price_per_gpu_hour = 0.9;     // 7.20 an hour for the node
+  small.price_per_gpu_hour = 0.62;  // 1.24
+  JobRequest hours = Job(1, 1), minutes = Job(1, 1);
+  hours.max_runtime_s = 3 * 3600;
+  minutes.max_runtime_s = 20 * 60;
+  PlacementOptions tupa = Opts(Policy::kTupa);
+  tupa.request_mix = {{2, 1, kGiB, {}, 1.0}};  // the workload: 2-GPU jobs
+  EXPECT_EQ(
+      PlaceJobs({big, small}, {minutes}, {}, tupa).placed[0].nodes[0].worker_id,
+      "big");
+  EXPECT_EQ(
+      PlaceJobs({big, small}, {hours}, {}, tupa).placed[0].nodes[0].worker_id,
+      "small");
+  // Beside a job that keeps the big node up longer, it costs nothing there.
+  RunningJob keeps = RunningOn(9, "big", 1, tupa.now_ms + 10 * 3'600'000);
+  EXPECT_EQ(PlaceJobs({Busy(big, 1), small}, {hours}, {keeps}, tupa)
+                .placed[0]
+                .nodes[0]
+                .worker_id,
+            "big");
+  tupa.lone_job_runtime_s = 0;
+  EXPECT_EQ(
+      PlaceJobs({big, small}, {hours}, {}, tupa).placed[0].nodes[0].worker_id,
+      "big");
 }
 
 // The cost counts all the node's GPUs: one GPU on a small dear node costs

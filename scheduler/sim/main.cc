@@ -48,7 +48,7 @@ int Usage(const std::string& why) {
       "         [--node-fraction F] [--pricing F] [--idle-policy F] "
       "[--region R]\n"
       "         [--offering O] [--start RFC3339] [--boot-time 3m]\n"
-      "         [--long-job 24h] (0: price breaks ties only)\n"
+      "         [--long-job 24h] (0: price breaks ties only) [--lone-job 1h]\n"
       "       tupa-sim idle-compare (the replay flags) "
       "--idle-policies timer:5m,timer:20m,cost[,FILE]\n"
       "  --idle-policy: cost | timer:DURATION | none | a scheduler config "
@@ -236,6 +236,15 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy,
                    flags["long-job"]);
     }
     o.long_job_runtime_s = absl::ToInt64Seconds(after);
+  }
+  if (flags.count("lone-job")) {
+    absl::Duration after;
+    if (!absl::ParseDuration(flags["lone-job"], &after) ||
+        after < absl::ZeroDuration()) {
+      return Usage("--lone-job: not a non-negative duration (e.g. 1h): " +
+                   flags["lone-job"]);
+    }
+    o.lone_job_runtime_s = absl::ToInt64Seconds(after);
   }
   if (flags.count("tupa-mix")) {
     if (flags["tupa-mix"] == "arrived") {

@@ -127,6 +127,7 @@ absl::StatusOr<ReplayResult> RunReplay(const std::vector<NodeView>& nodes,
   popt.policy = options.policy;
   popt.max_estimates = 0;
   popt.long_job_runtime_s = options.long_job_runtime_s;
+  popt.lone_job_runtime_s = options.lone_job_runtime_s;
   if (options.fleet.idle && options.fleet.idle->scale_up.enabled) {
     popt.boot_time_s = absl::ToInt64Seconds(options.fleet.boot_time);
   }

@@ -36,6 +36,7 @@ struct ReplayOptions {
   // PlacementOptions::long_job_runtime_s (jobs' max_runtime is their
   // trace duration).
   int64_t long_job_runtime_s = scheduler::PlacementOptions().long_job_runtime_s;
+  int64_t lone_job_runtime_s = scheduler::PlacementOptions().lone_job_runtime_s;
   // Prices, the idle policy and the epoch of replay time 0.
   FleetOptions fleet;
 };
