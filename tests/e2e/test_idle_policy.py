@@ -30,6 +30,20 @@ def make_hook(directory, name):
     return path
 
 
+def hooks_dir():
+    """A folder for hooks and what they write, open to the workers' user."""
+    directory = tempfile.mkdtemp(prefix="tupa-hooks-")
+    os.chmod(directory, 0o777)
+    return directory
+
+
+def write_config(directory, text):
+    path = os.path.join(directory, "scheduler.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def read_env(path):
     with open(path) as f:
         return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
@@ -50,11 +64,8 @@ def events(c, kind):
 
 class IdlePolicyTest(unittest.TestCase):
     def test_idle_workers_stop_keep_warm_stays_and_scale_up_runs(self):
-        hooks = tempfile.mkdtemp(prefix="tupa-hooks-")
-        os.chmod(hooks, 0o777)
-        config = os.path.join(hooks, "scheduler.yaml")
-        with open(config, "w") as f:
-            f.write(f"""
+        hooks = hooks_dir()
+        config = write_config(hooks, f"""
 idle_shutdown:
   idle_after: 3s
   activity_threshold: 0.05
@@ -194,11 +205,8 @@ pricing:
                     os.kill(worker, signal.SIGCONT)
 
     def test_cost_rule_boots_nothing_for_room_a_running_job_frees_sooner(self):
-        hooks = tempfile.mkdtemp(prefix="tupa-hooks-")
-        os.chmod(hooks, 0o777)
-        config = os.path.join(hooks, "scheduler.yaml")
-        with open(config, "w") as f:
-            f.write(f"""
+        hooks = hooks_dir()
+        config = write_config(hooks, f"""
 idle_shutdown:
   policy: cost
   boot_time: 3m
