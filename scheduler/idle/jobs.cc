@@ -111,10 +111,7 @@ void DecideScaleUps(const ScaleUpPolicy& policy, absl::Duration room_within,
                     const Snapshot& snapshot, const PolicyState& previous,
                     absl::Time now, Decisions* d) {
   if (!policy.enabled) return;
-  std::optional<RoomSoon> room;
-  if (room_within > absl::ZeroDuration()) {
-    room.emplace(snapshot.workers, now + room_within);
-  }
+  std::optional<RoomSoon> room;  // built for the first job that would ask
   std::map<std::pair<std::string, std::string>, ScaleUpRequest> by_pool;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> why;
   for (const PendingJob& j : snapshot.pending) {
@@ -122,7 +119,10 @@ void DecideScaleUps(const ScaleUpPolicy& policy, absl::Duration room_within,
     if (j.fits_live_worker && !boot) continue;
     // Room soon is for jobs that would take a live worker; one that waits
     // for a boot of a cheaper type asks for it whatever frees up.
-    if (room.has_value() && !boot && room->Take(j)) continue;
+    if (room_within > absl::ZeroDuration() && !boot) {
+      if (!room) room.emplace(snapshot.workers, now + room_within);
+      if (room->Take(j)) continue;
+    }
     const absl::Time since = std::min(j.pending_since, now);
     const absl::Duration waited =
         since == absl::InfinitePast() ? absl::ZeroDuration() : now - since;

@@ -136,6 +136,28 @@ bool WaitForBoot(const ClusterState& state, const Demand& demand,
 // in any order. Fills `info` (kWaitsForRelease, the expected start).
 constexpr double kCheaperShare = 0.8;
 
+// `demand` with a run from now for `runtime_s` (what keep-up costs are
+// priced over; a long or lone job's).
+Demand WithRun(Demand demand, int64_t now_ms, int64_t runtime_s) {
+  demand.run_from_ms = now_ms;
+  demand.run_until_ms = now_ms + runtime_s * 1000;
+  return demand;
+}
+
+// Per node, whether keeping it up for `demand`'s run costs less than
+// `below` (and it is in `within`, when given).
+std::vector<char> CheaperToKeepUp(const ClusterState& state,
+                                  const Demand& demand, double below,
+                                  const std::vector<char>* within) {
+  std::vector<char> cheaper(state.num_nodes(), 0);
+  for (int n = 0; n < state.num_nodes(); ++n) {
+    cheaper[n] =
+        (within == nullptr || (*within)[n]) &&
+        state.KeepUpCost(n, demand.run_from_ms, demand.run_until_ms) < below;
+  }
+  return cheaper;
+}
+
 bool WaitForRelease(const ClusterState& state, const Demand& demand,
                     const JobRequest& job, const GangAttempt& attempt,
                     const std::vector<Release>& releases,
@@ -145,13 +167,11 @@ bool WaitForRelease(const ClusterState& state, const Demand& demand,
     return r.end_ms <= options.now_ms + boot_ms;
   };
   if (std::none_of(releases.begin(), releases.end(), ends_soon)) return false;
-  const double now_cost = state.KeepUpCost(
-      attempt.choices[0].node, demand.run_from_ms, demand.run_until_ms);
-  std::vector<char> cheaper(state.num_nodes(), 0);
-  for (int n = 0; n < state.num_nodes(); ++n) {
-    cheaper[n] = state.KeepUpCost(n, demand.run_from_ms, demand.run_until_ms) <
-                 kCheaperShare * now_cost;
-  }
+  const std::vector<char> cheaper = CheaperToKeepUp(
+      state, demand,
+      kCheaperShare * state.KeepUpCost(attempt.choices[0].node,
+                                       demand.run_from_ms, demand.run_until_ms),
+      nullptr);
   // Only a release on a cheaper node can make room where the job may go.
   std::vector<Release> soon;
   for (const Release& r : releases) {
@@ -215,20 +235,14 @@ GangAttempt PlaceByKeepUpCost(ClusterState* state, const Demand& demand,
                               const JobRequest& job, const GangAttempt& attempt,
                               const SearchFilter& filter,
                               const PlacementOptions& options) {
-  Demand by_cost = demand;
-  by_cost.run_from_ms = options.now_ms;
-  by_cost.run_until_ms = options.now_ms + job.max_runtime_s * 1000;
-  const double taken = state->KeepUpCost(
-      attempt.choices[0].node, by_cost.run_from_ms, by_cost.run_until_ms);
-  std::vector<char> cheaper(state->num_nodes(), 0);
-  bool any = false;
-  for (int n = 0; n < state->num_nodes(); ++n) {
-    cheaper[n] =
-        (filter.only == nullptr || (*filter.only)[n]) &&
-        state->KeepUpCost(n, by_cost.run_from_ms, by_cost.run_until_ms) < taken;
-    any |= cheaper[n] != 0;
-  }
-  if (!any) return attempt;
+  const Demand by_cost = WithRun(demand, options.now_ms, job.max_runtime_s);
+  const std::vector<char> cheaper = CheaperToKeepUp(
+      *state, by_cost,
+      state->KeepUpCost(attempt.choices[0].node, by_cost.run_from_ms,
+                        by_cost.run_until_ms),
+      filter.only);
+  if (std::none_of(cheaper.begin(), cheaper.end(), [](char c) { return c; }))
+    return attempt;
   UndoGang(state, attempt);
   SearchFilter among = filter;
   among.only = &cheaper;
@@ -244,8 +258,7 @@ std::optional<Demand> DemandOf(const ClusterState& state, const JobRequest& job,
       state.MakeDemand(job.gpus, job.cpu, job.memory, job.gpu_types, job.nodes);
   if (demand.has_value() && options.long_job_runtime_s > 0 &&
       job.max_runtime_s >= options.long_job_runtime_s) {
-    demand->run_from_ms = options.now_ms;
-    demand->run_until_ms = options.now_ms + job.max_runtime_s * 1000;
+    demand = WithRun(*demand, options.now_ms, job.max_runtime_s);
   }
   return demand;
 }

@@ -66,7 +66,7 @@ idle::Snapshot SchedulerCore::IdleSnapshot(absl::Time now) {
   // What each allocation of a job with a max_runtime gives back at its end
   // (the cost rule's scale-up waits for it rather than boot a worker).
   std::map<std::string, std::vector<idle::WorkerInfo::Release>> releases_on;
-  if (cost_rule) {
+  if (cost_rule && options_.idle->scale_up.enabled) {
     for (const auto& [key, a] : allocs_) {
       auto j = jobs_.find(std::get<0>(key));
       if (j == jobs_.end()) continue;

@@ -209,6 +209,22 @@ int ReplayOnce(std::map<std::string, std::string>& flags,
                const std::vector<tupa::sim::PodSpec>& jobs,
                const tupa::sim::ReplayOptions& o, const std::string& spec);
 
+// Reads the non-negative duration flag `name` into `*seconds` when given;
+// false after printing the usage when it is not one.
+bool DurationFlag(std::map<std::string, std::string>& flags,
+                  const std::string& name, const std::string& example,
+                  int64_t* seconds) {
+  if (!flags.count(name)) return true;
+  absl::Duration d;
+  if (!absl::ParseDuration(flags[name], &d) || d < absl::ZeroDuration()) {
+    Usage("--" + name + ": not a non-negative duration (e.g. " + example +
+          "): " + flags[name]);
+    return false;
+  }
+  *seconds = absl::ToInt64Seconds(d);
+  return true;
+}
+
 // replay, or idle-compare (`policies`: one replay per idle policy spec,
 // the same trace, nodes and flags, one JSON line each).
 int Replay(std::map<std::string, std::string>& flags, Policy policy,
@@ -228,23 +244,9 @@ int Replay(std::map<std::string, std::string>& flags, Policy policy,
   if (flags.count("seed") && !absl::SimpleAtoi(flags["seed"], &o.seed)) {
     return Usage("--seed must be a non-negative integer");
   }
-  if (flags.count("long-job")) {
-    absl::Duration after;
-    if (!absl::ParseDuration(flags["long-job"], &after) ||
-        after < absl::ZeroDuration()) {
-      return Usage("--long-job: not a non-negative duration (e.g. 24h): " +
-                   flags["long-job"]);
-    }
-    o.long_job_runtime_s = absl::ToInt64Seconds(after);
-  }
-  if (flags.count("lone-job")) {
-    absl::Duration after;
-    if (!absl::ParseDuration(flags["lone-job"], &after) ||
-        after < absl::ZeroDuration()) {
-      return Usage("--lone-job: not a non-negative duration (e.g. 1h): " +
-                   flags["lone-job"]);
-    }
-    o.lone_job_runtime_s = absl::ToInt64Seconds(after);
+  if (!DurationFlag(flags, "long-job", "24h", &o.long_job_runtime_s) ||
+      !DurationFlag(flags, "lone-job", "1h", &o.lone_job_runtime_s)) {
+    return 2;
   }
   if (flags.count("tupa-mix")) {
     if (flags["tupa-mix"] == "arrived") {
